@@ -1,0 +1,16 @@
+//! mcp-project-helper: an MCP server over ONE project directory.
+//!
+//! Layers, each with one job: `config` (resolved once at start-up),
+//! `security` (the one path gate), `walk` (the one walker), `tools` (one
+//! module per tool, protocol-free), `server` (registers the tools and
+//! converts results), `main` (the command line).
+
+pub mod cli;
+pub mod config;
+pub mod editor_config;
+pub mod logging;
+pub mod project;
+pub mod security;
+pub mod server;
+pub mod tools;
+pub mod walk;

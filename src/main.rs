@@ -1,0 +1,32 @@
+//! `mcp-project-helper`: the command line only. Serving lives in `server`,
+//! configuration in `config`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use mcp_project_helper::cli::{Cli, Command};
+use mcp_project_helper::config::Config;
+use mcp_project_helper::{editor_config, logging, server, tools};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.server.overrides()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("mcp-project-helper: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Some(Command::Checks) => tools::check::print_catalog(&config),
+        Some(Command::Config(args)) => editor_config::print_snippet(&args, &config),
+        None => {
+            if let Err(error) = logging::init(&config) {
+                eprintln!("mcp-project-helper: {error}");
+                return ExitCode::from(2);
+            }
+            server::run(config)
+        }
+    }
+}

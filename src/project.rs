@@ -1,0 +1,94 @@
+//! What the tools work on: the project root behind its gate, the docs
+//! folder, and the checks offered for that root. Built once per root; the
+//! root changes only when the operator did not fix one and the client's
+//! roots change.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{RwLock, watch};
+
+use crate::config::Config;
+use crate::security::PathGate;
+use crate::tools::check::CheckCatalog;
+
+#[derive(Debug)]
+pub struct Project {
+    pub gate: PathGate,
+    /// The docs folder behind its own gate; `None` when it does not exist.
+    pub docs: Option<PathGate>,
+    /// The docs folder as configured or defaulted, for messages.
+    pub docs_location: PathBuf,
+    pub checks: CheckCatalog,
+}
+
+impl Project {
+    /// `root` must be canonical.
+    pub fn open(config: &Config, root: PathBuf) -> Result<Self, String> {
+        let gate = PathGate::new(root.clone(), &config.deny_globs).map_err(|e| e.to_string())?;
+        let docs_location = config
+            .docs_root
+            .clone()
+            .unwrap_or_else(|| root.join("docs"));
+        let docs = match dunce::canonicalize(&docs_location) {
+            Ok(docs_root) if docs_root.is_dir() => {
+                Some(PathGate::new(docs_root, &config.deny_globs).map_err(|e| e.to_string())?)
+            }
+            _ => None,
+        };
+        let checks = CheckCatalog::detect(config, &root);
+        Ok(Self {
+            gate,
+            docs,
+            docs_location,
+            checks,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        self.gate.root()
+    }
+}
+
+/// The current project, swapped atomically when the client's roots change.
+/// Tool calls that arrive while the roots are being asked for wait briefly,
+/// so the first call after `initialized` already sees the client's root.
+#[derive(Debug)]
+pub struct ProjectSlot {
+    current: RwLock<Arc<Project>>,
+    resolving: watch::Sender<bool>,
+}
+
+/// How long a tool call waits for the client to answer `roots/list`.
+const ROOTS_WAIT: Duration = Duration::from_secs(3);
+
+impl ProjectSlot {
+    pub fn new(project: Project) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(project)),
+            resolving: watch::Sender::new(false),
+        }
+    }
+
+    pub async fn get(&self) -> Arc<Project> {
+        let mut receiver = self.resolving.subscribe();
+        if *receiver.borrow() {
+            let _ = tokio::time::timeout(ROOTS_WAIT, receiver.wait_for(|busy| !busy)).await;
+        }
+        self.current.read().await.clone()
+    }
+
+    /// The current project without waiting for a pending roots answer.
+    pub async fn current(&self) -> Arc<Project> {
+        self.current.read().await.clone()
+    }
+
+    pub async fn replace(&self, project: Project) {
+        *self.current.write().await = Arc::new(project);
+    }
+
+    pub fn set_resolving(&self, busy: bool) {
+        self.resolving.send_replace(busy);
+    }
+}

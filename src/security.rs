@@ -1,0 +1,488 @@
+//! The one path gate. Every path a client names goes through
+//! [`PathGate::resolve`] before any file is touched, and every path the
+//! walker yields is tested against [`PathGate::is_denied`].
+//!
+//! The gate works on the text first (so that Windows forms are refused on
+//! every platform, and `..` can never climb out), then on the real file
+//! system (so that a symlink inside the root cannot lead outside it), and
+//! checks containment component-wise: a sibling `proj-secret` next to a root
+//! `proj` is outside.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Secrets that are never read, searched, listed or found.
+const BUILT_IN_DENY: &[&str] = &[
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    ".git",
+];
+/// Templates that document secrets without holding them.
+const DENY_EXCEPTIONS: &[&str] = &[".env.example", ".env.sample", ".env.template"];
+
+/// Windows device names, refused as any path component on every platform.
+const DEVICE_NAMES: &[&str] = &[
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$", "COM0", "COM1", "COM2", "COM3",
+    "COM4", "COM5", "COM6", "COM7", "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT0", "LPT1",
+    "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9", "LPT¹", "LPT²", "LPT³",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path must not contain NUL bytes; give a path relative to the project root, e.g. 'src/main.rs'")]
+    NulByte,
+    #[error("absolute path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'")]
+    Absolute(String),
+    #[error("Windows drive path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'")]
+    Drive(String),
+    #[error("'{0}' uses a ':' (drive or alternate data stream), which is not allowed in paths; give a plain relative path")]
+    Colon(String),
+    #[error("'{0}' names a Windows device (CON, NUL, COM1 …), which is not allowed as a path")]
+    Device(String),
+    #[error("'{0}' has a component ending in '.' or ' ', which is not allowed; give the exact file name")]
+    TrailingDotOrSpace(String),
+    #[error("path '{0}' leaves the project root; only paths inside the project root are allowed")]
+    EscapesRoot(String),
+    #[error("path '{0}' resolves outside the project root (through a symlink); only paths inside the project root are allowed")]
+    SymlinkEscape(String),
+    #[error("path '{0}' is on the deny-list (secrets such as .env, *.pem, *.key, id_rsa*, .git/) and cannot be accessed")]
+    Denied(String),
+    #[error("path '{0}' does not exist in the project; use list_project_directory or find_project_files to see what exists")]
+    NotFound(String),
+    #[error("invalid deny glob {glob:?}: {message}")]
+    BadGlob { glob: String, message: String },
+}
+
+/// A path the gate accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// Relative to the root, `/`-separated, normalized; `.` for the root.
+    pub relative: String,
+    /// The canonical location on disk (symlinks resolved, inside the root).
+    pub real: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct PathGate {
+    root: PathBuf,
+    deny: DenyList,
+}
+
+impl PathGate {
+    /// `root` must already be canonical (see `config::canonical_dir`).
+    pub fn new(root: PathBuf, extra_deny: &[String]) -> Result<Self, PathError> {
+        Ok(Self {
+            root,
+            deny: DenyList::new(extra_deny)?,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Checks a client-supplied path and locates it on disk. The path must
+    /// exist; its real location must lie inside the root; neither its
+    /// spelled nor its real form may be deny-listed.
+    pub fn resolve(&self, input: &str) -> Result<ResolvedPath, PathError> {
+        let components = lexical_components(input)?;
+        let relative = join_relative(&components);
+        if self.is_denied(&relative) {
+            return Err(PathError::Denied(relative));
+        }
+        let spelled = components
+            .iter()
+            .fold(self.root.clone(), |path, part| path.join(part));
+        let real = match dunce::canonicalize(&spelled) {
+            Ok(real) => real,
+            Err(_) => return Err(self.missing_or_escape(&spelled, relative)),
+        };
+        let Some(real_relative) = self.relative_of(&real) else {
+            return Err(PathError::SymlinkEscape(relative));
+        };
+        if self.is_denied(&real_relative) {
+            return Err(PathError::Denied(relative));
+        }
+        Ok(ResolvedPath { relative, real })
+    }
+
+    /// A path that cannot be canonicalized is missing, unless one of its
+    /// existing ancestors already leads outside (then say so, not "missing").
+    fn missing_or_escape(&self, spelled: &Path, relative: String) -> PathError {
+        let escapes = spelled
+            .ancestors()
+            .skip(1)
+            .find_map(|ancestor| dunce::canonicalize(ancestor).ok())
+            .is_some_and(|real| self.relative_of(&real).is_none());
+        if escapes {
+            PathError::SymlinkEscape(relative)
+        } else {
+            PathError::NotFound(relative)
+        }
+    }
+
+    /// The `/`-separated path of `path` relative to the root, or `None` when
+    /// `path` is not inside the root (compared component by component).
+    pub fn relative_of(&self, path: &Path) -> Option<String> {
+        let rest = path.strip_prefix(&self.root).ok()?;
+        let parts: Vec<String> = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        Some(if parts.is_empty() {
+            ".".to_string()
+        } else {
+            parts.join("/")
+        })
+    }
+
+    /// True when `relative` (root-relative, `/`-separated) or any of its
+    /// ancestors matches the deny-list.
+    pub fn is_denied(&self, relative: &str) -> bool {
+        self.deny.denies(relative)
+    }
+}
+
+/// Splits and validates a client path; `..` is resolved lexically and may
+/// never climb above the root.
+fn lexical_components(input: &str) -> Result<Vec<String>, PathError> {
+    if input.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    // Both separators count on every platform, so a Windows-style path means
+    // the same thing wherever the server runs.
+    let text = input.trim().replace('\\', "/");
+    if text.starts_with('/') {
+        return Err(PathError::Absolute(input.to_string()));
+    }
+    if has_drive_prefix(&text) {
+        return Err(PathError::Drive(input.to_string()));
+    }
+    let mut components: Vec<String> = Vec::new();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if components.pop().is_none() {
+                    return Err(PathError::EscapesRoot(input.to_string()));
+                }
+            }
+            _ => {
+                if part.contains(':') {
+                    return Err(PathError::Colon(input.to_string()));
+                }
+                if is_device_name(part) {
+                    return Err(PathError::Device(input.to_string()));
+                }
+                if part.ends_with('.') || part.ends_with(' ') {
+                    return Err(PathError::TrailingDotOrSpace(input.to_string()));
+                }
+                components.push(part.to_string());
+            }
+        }
+    }
+    Ok(components)
+}
+
+fn join_relative(components: &[String]) -> String {
+    if components.is_empty() {
+        ".".to_string()
+    } else {
+        components.join("/")
+    }
+}
+
+fn has_drive_prefix(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
+}
+
+/// `NUL`, `nul.txt`, `Com1 .log`: Windows maps all of these to devices.
+fn is_device_name(component: &str) -> bool {
+    let stem = component.split('.').next().unwrap_or(component);
+    let stem = stem.trim_end_matches([' ', '.']).to_uppercase();
+    DEVICE_NAMES.contains(&stem.as_str())
+}
+
+/// Globs without `/` match a file or folder name at any depth; globs with
+/// `/` match the root-relative path. A match on any ancestor denies the
+/// whole subtree. Matching ignores case: on Windows and macOS `.ENV` is the
+/// same file as `.env`.
+#[derive(Debug, Clone)]
+struct DenyList {
+    built_in_names: GlobSet,
+    exceptions: GlobSet,
+    operator_names: GlobSet,
+    operator_paths: GlobSet,
+}
+
+impl DenyList {
+    fn new(extra: &[String]) -> Result<Self, PathError> {
+        let operator_names: Vec<&str> = extra
+            .iter()
+            .map(String::as_str)
+            .filter(|g| !g.contains('/'))
+            .collect();
+        let operator_paths: Vec<&str> = extra
+            .iter()
+            .map(String::as_str)
+            .filter(|g| g.contains('/'))
+            .collect();
+        Ok(Self {
+            built_in_names: glob_set(BUILT_IN_DENY)?,
+            exceptions: glob_set(DENY_EXCEPTIONS)?,
+            operator_names: glob_set(&operator_names)?,
+            operator_paths: glob_set(&operator_paths)?,
+        })
+    }
+
+    fn denies(&self, relative: &str) -> bool {
+        if relative == "." || relative.is_empty() {
+            return false;
+        }
+        let mut prefix_end = 0;
+        for name in relative.split('/') {
+            prefix_end += name.len();
+            let prefix = &relative[..prefix_end];
+            prefix_end += 1;
+            let built_in = self.built_in_names.is_match(name) && !self.exceptions.is_match(name);
+            if built_in
+                || self.operator_names.is_match(name)
+                || self.operator_paths.is_match(prefix)
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+fn glob_set(globs: &[&str]) -> Result<GlobSet, PathError> {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        let glob = GlobBuilder::new(glob.trim_start_matches("./"))
+            .case_insensitive(true)
+            .literal_separator(true)
+            .build()
+            .map_err(|error| PathError::BadGlob {
+                glob: glob.to_string(),
+                message: error.kind().to_string(),
+            })?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|error| PathError::BadGlob {
+        glob: globs.join(", "),
+        message: error.to_string(),
+    })
+}
+
+/// True for a path with no root, prefix or `..` components: safe to join.
+pub fn is_plain_relative(path: &Path) -> bool {
+    path.components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn setup() -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("proj");
+        fs::create_dir_all(root.join("src/nested")).unwrap();
+        fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+        fs::write(root.join(".env"), "SECRET=1\n").unwrap();
+        fs::write(root.join(".env.example"), "SECRET=\n").unwrap();
+        fs::write(root.join("server.pem"), "x").unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::write(root.join(".git/config"), "x").unwrap();
+        fs::create_dir_all(dir.path().join("proj-secret")).unwrap();
+        fs::write(dir.path().join("proj-secret/key.txt"), "x").unwrap();
+        let root = dunce::canonicalize(root).unwrap();
+        let gate = PathGate::new(root, &["*.secret".into(), "private/**".into()]).unwrap();
+        (dir, gate)
+    }
+
+    #[test]
+    fn accepts_plain_paths() {
+        let (_dir, gate) = setup();
+        let resolved = gate.resolve("src/main.rs").unwrap();
+        assert_eq!(resolved.relative, "src/main.rs");
+        assert!(resolved.real.ends_with("src/main.rs"));
+        assert_eq!(gate.resolve(".").unwrap().relative, ".");
+        assert_eq!(gate.resolve("").unwrap().relative, ".");
+        assert_eq!(gate.resolve("./src/../src/main.rs").unwrap().relative, "src/main.rs");
+        assert_eq!(gate.resolve("src\\main.rs").unwrap().relative, "src/main.rs");
+        assert_eq!(gate.resolve(".env.example").unwrap().relative, ".env.example");
+    }
+
+    #[test]
+    fn rejects_escapes() {
+        let (_dir, gate) = setup();
+        for input in ["..", "../proj-secret/key.txt", "src/../../x", "../../../../etc/passwd"] {
+            assert!(
+                matches!(gate.resolve(input), Err(PathError::EscapesRoot(_))),
+                "{input}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_absolute_and_windows_forms() {
+        let (_dir, gate) = setup();
+        let cases = [
+            ("/etc/passwd", "absolute"),
+            ("\\Windows\\win.ini", "absolute"),
+            ("C:\\Windows\\win.ini", "drive"),
+            ("C:x", "drive"),
+            ("c:/x", "drive"),
+            ("\\\\server\\share\\x", "absolute"),
+            ("\\\\?\\C:\\x", "absolute"),
+            ("//?/C:/x", "absolute"),
+            ("\\\\.\\pipe\\x", "absolute"),
+            ("CON", "device"),
+            ("nul.txt", "device"),
+            ("src/Com1", "device"),
+            ("lpt9.log", "device"),
+            ("file.txt::$DATA", "colon"),
+            ("src/main.rs:stream", "colon"),
+            ("src/main.rs.", "trailing"),
+            ("src/main.rs ", "ok-trimmed"),
+            (".env.", "trailing"),
+        ];
+        for (input, kind) in cases {
+            let result = gate.resolve(input);
+            let ok = match kind {
+                "absolute" => matches!(result, Err(PathError::Absolute(_))),
+                "drive" => matches!(result, Err(PathError::Drive(_))),
+                "device" => matches!(result, Err(PathError::Device(_))),
+                "colon" => matches!(result, Err(PathError::Colon(_))),
+                "trailing" => matches!(result, Err(PathError::TrailingDotOrSpace(_))),
+                _ => result.is_ok(),
+            };
+            assert!(ok, "{input}: {result:?}");
+        }
+        assert_eq!(gate.resolve("a\0b"), Err(PathError::NulByte));
+    }
+
+    #[test]
+    fn deny_list_applies_to_every_spelling() {
+        let (_dir, gate) = setup();
+        for input in [".env", "./.env", "src/../.env", ".ENV", "server.pem", ".git/config", ".git"] {
+            assert!(
+                matches!(gate.resolve(input), Err(PathError::Denied(_))),
+                "{input}"
+            );
+        }
+        assert!(gate.is_denied("a/b/id_rsa.pub"));
+        assert!(gate.is_denied("deep/.git/HEAD"));
+        assert!(gate.is_denied("x.secret"));
+        assert!(gate.is_denied("private/notes.txt"));
+        assert!(!gate.is_denied("other/private/notes.txt"));
+        assert!(!gate.is_denied(".env.sample"));
+        assert!(!gate.is_denied(".environment/x"));
+        assert!(!gate.is_denied("."));
+    }
+
+    #[test]
+    fn missing_paths_are_reported() {
+        let (_dir, gate) = setup();
+        assert!(matches!(gate.resolve("nope.txt"), Err(PathError::NotFound(_))));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_out_of_root_are_refused() {
+        let (dir, gate) = setup();
+        let root = gate.root().to_path_buf();
+        std::os::unix::fs::symlink(dir.path().join("proj-secret"), root.join("out")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
+        std::os::unix::fs::symlink(root.join(".env"), root.join("innocent.txt")).unwrap();
+        std::os::unix::fs::symlink(root.join("src"), root.join("src-link")).unwrap();
+        assert!(matches!(gate.resolve("out/key.txt"), Err(PathError::SymlinkEscape(_))));
+        assert!(matches!(gate.resolve("out/missing"), Err(PathError::SymlinkEscape(_))));
+        assert!(matches!(gate.resolve("passwd"), Err(PathError::SymlinkEscape(_))));
+        assert!(matches!(gate.resolve("innocent.txt"), Err(PathError::Denied(_))));
+        let inside = gate.resolve("src-link/main.rs").unwrap();
+        assert_eq!(inside.relative, "src-link/main.rs");
+        assert!(inside.real.starts_with(gate.root()));
+    }
+
+    #[test]
+    fn sibling_with_common_prefix_is_outside() {
+        let (dir, gate) = setup();
+        let sibling = dunce::canonicalize(dir.path().join("proj-secret/key.txt")).unwrap();
+        assert_eq!(gate.relative_of(&sibling), None);
+    }
+
+    #[test]
+    fn windows_forms_parsed_by_typed_path_are_all_refused() {
+        use typed_path::{Utf8WindowsComponent, Utf8WindowsPath};
+        let (_dir, gate) = setup();
+        for input in [
+            r"C:\Windows",
+            r"C:relative",
+            r"\\server\share\file",
+            r"\\?\C:\Windows",
+            r"\\?\UNC\server\share",
+            r"\\.\COM1",
+            r"\rooted",
+        ] {
+            // typed-path confirms that Windows would see a prefix or root here.
+            let has_prefix_or_root = Utf8WindowsPath::new(input).components().any(|c| {
+                matches!(
+                    c,
+                    Utf8WindowsComponent::Prefix(_) | Utf8WindowsComponent::RootDir
+                )
+            });
+            assert!(has_prefix_or_root, "{input}");
+            assert!(gate.resolve(input).is_err(), "{input}");
+        }
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn component() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("..".to_string()),
+                Just(".".to_string()),
+                Just("src".to_string()),
+                Just("nested".to_string()),
+                Just("main.rs".to_string()),
+                Just("C:".to_string()),
+                Just("".to_string()),
+                "[a-zA-Z0-9._ :$-]{1,8}",
+            ]
+        }
+
+        fn path() -> impl Strategy<Value = String> {
+            (
+                prop::collection::vec(component(), 0..8),
+                prop_oneof![Just("/"), Just("\\")],
+                prop_oneof![Just(""), Just("/"), Just("\\"), Just("\\\\")],
+            )
+                .prop_map(|(parts, sep, lead)| format!("{lead}{}", parts.join(sep)))
+        }
+
+        proptest! {
+            #[test]
+            fn accepted_paths_stay_inside_the_root(input in path()) {
+                let (_dir, gate) = setup();
+                if let Ok(resolved) = gate.resolve(&input) {
+                    prop_assert!(resolved.real.starts_with(gate.root()));
+                    prop_assert!(!resolved.relative.split('/').any(|c| c == ".."));
+                    prop_assert!(!gate.is_denied(&resolved.relative));
+                    prop_assert!(is_plain_relative(Path::new(&resolved.relative)));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `find_project_files`: glob over file paths.
+
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Status, ToolError};
+use crate::security::PathGate;
+use crate::walk::{self, EntryKind};
+
+pub const DEFAULT_MAX_RESULTS: usize = 200;
+pub const MAX_RESULTS_CAP: usize = 1000;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct FindInput {
+    /// Glob such as `**/*.rs`, `*.py` or `src/*.{ts,tsx}`. `*` and `?` never cross `/`, `**` does, `{a,b}` alternates. Without a `/` it matches the file name at any depth; with a `/` it matches the path relative to `path`.
+    pub pattern: String,
+    /// Folder to search under, relative to the project root; `.` (the default) is the root.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Maximum number of paths to return (default 200, at most 1000).
+    #[serde(default = "default_max_results")]
+    pub max_results: usize,
+}
+
+fn default_path() -> String {
+    ".".to_string()
+}
+fn default_max_results() -> usize {
+    DEFAULT_MAX_RESULTS
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FindOutput {
+    pub status: Status,
+    pub pattern: String,
+    /// The folder searched, relative to the project root.
+    pub path: String,
+    /// Matching file paths relative to the project root, sorted.
+    pub files: Vec<String>,
+    /// Number of paths returned.
+    pub count: usize,
+    /// True when more files matched than were returned.
+    pub truncated: bool,
+}
+
+impl FindInput {
+    pub fn log_params(&self) -> String {
+        format!(
+            "pattern={:?} path={:?} max_results={}",
+            self.pattern, self.path, self.max_results
+        )
+    }
+}
+
+impl FindOutput {
+    pub fn log_summary(&self) -> String {
+        format!("count={} truncated={}", self.count, self.truncated)
+    }
+}
+
+/// A glob with the SPEC's semantics: without `/` it is tried on the file
+/// name, with `/` on the path relative to the tool's `path`.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    matcher: GlobMatcher,
+    on_name: bool,
+}
+
+impl PathGlob {
+    pub fn new(pattern: &str) -> Result<Self, ToolError> {
+        let trimmed = pattern.trim().trim_start_matches("./");
+        if trimmed.is_empty() {
+            return Err(ToolError::invalid(
+                "glob is empty; give a pattern such as '*.py', '**/*.rs' or 'src/*.{ts,tsx}'",
+            ));
+        }
+        let glob = GlobBuilder::new(trimmed)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|error| {
+                ToolError::invalid(format!(
+                    "invalid glob {pattern:?}: {}; use *, ?, **, [abc] and {{a,b}}",
+                    error.kind()
+                ))
+            })?;
+        Ok(Self {
+            matcher: glob.compile_matcher(),
+            on_name: !trimmed.contains('/'),
+        })
+    }
+
+    /// `below` is the path relative to the tool's `path`, `/`-separated.
+    pub fn is_match(&self, below: &str) -> bool {
+        if self.on_name {
+            let name = below.rsplit('/').next().unwrap_or(below);
+            self.matcher.is_match(name)
+        } else {
+            self.matcher.is_match(below)
+        }
+    }
+}
+
+/// The part of a root-relative `entry` below the root-relative folder `base`.
+pub fn below<'a>(base: &str, entry: &'a str) -> &'a str {
+    if base == "." {
+        entry
+    } else {
+        entry
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or(entry)
+    }
+}
+
+pub fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError> {
+    let glob = PathGlob::new(&input.pattern)?;
+    let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
+    let start = gate.resolve(&input.path)?;
+    if !start.real.is_dir() {
+        return Err(ToolError::invalid(format!(
+            "'{}' is not a directory; give a folder to search under",
+            start.relative
+        )));
+    }
+    let mut files: Vec<String> = walk::walk(gate, &start, None)
+        .into_iter()
+        .filter(|entry| entry.kind == EntryKind::File)
+        .filter(|entry| glob.is_match(below(&start.relative, &entry.relative)))
+        .map(|entry| entry.relative)
+        .collect();
+    let truncated = files.len() > max_results;
+    files.truncate(max_results);
+    Ok(FindOutput {
+        status: Status::Success,
+        pattern: input.pattern.clone(),
+        path: start.relative,
+        count: files.len(),
+        files,
+        truncated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn project() -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for path in [
+            "demo_app/models.py",
+            "demo_app/services.py",
+            "tests/test_services.py",
+            "setup.py",
+            "src/a.ts",
+            "src/b.tsx",
+            "src/deep/c.ts",
+            ".env",
+            "certs/server.pem",
+        ] {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "x").unwrap();
+        }
+        (dir, PathGate::new(root, &[]).unwrap())
+    }
+
+    fn run(gate: &PathGate, pattern: &str, path: &str) -> Vec<String> {
+        find(
+            gate,
+            &FindInput {
+                pattern: pattern.into(),
+                path: path.into(),
+                max_results: 200,
+            },
+        )
+        .unwrap()
+        .files
+    }
+
+    #[test]
+    fn glob_semantics() {
+        let (_d, gate) = project();
+        assert_eq!(
+            run(&gate, "**/*.py", "."),
+            vec!["demo_app/models.py", "demo_app/services.py", "setup.py", "tests/test_services.py"]
+        );
+        assert_eq!(run(&gate, "*.py", "demo_app"), vec!["demo_app/models.py", "demo_app/services.py"]);
+        assert_eq!(run(&gate, "src/*.{ts,tsx}", "."), vec!["src/a.ts", "src/b.tsx"]);
+        assert_eq!(run(&gate, "*.ts", "src"), vec!["src/a.ts", "src/deep/c.ts"]);
+        assert_eq!(run(&gate, "deep/*.ts", "src"), vec!["src/deep/c.ts"]);
+        assert_eq!(run(&gate, "test_?ervices.py", "."), vec!["tests/test_services.py"]);
+    }
+
+    #[test]
+    fn secrets_are_never_found() {
+        let (_d, gate) = project();
+        assert!(run(&gate, "*", ".").iter().all(|f| f != ".env" && !f.ends_with(".pem")));
+        assert!(run(&gate, ".env", ".").is_empty());
+    }
+
+    #[test]
+    fn truncation_and_bad_globs() {
+        let (_d, gate) = project();
+        let out = find(
+            &gate,
+            &FindInput {
+                pattern: "**/*".into(),
+                path: ".".into(),
+                max_results: 2,
+            },
+        )
+        .unwrap();
+        assert_eq!(out.count, 2);
+        assert!(out.truncated);
+        assert!(PathGlob::new("a[").is_err());
+        assert!(PathGlob::new("").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! `list_project_directory`: entries under a folder, down to a depth.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Status, ToolError};
+use crate::security::PathGate;
+use crate::walk::{self, EntryKind};
+
+pub const MAX_DEPTH: u32 = 5;
+pub const DEFAULT_MAX_ENTRIES: usize = 500;
+pub const MAX_ENTRIES_CAP: usize = 2000;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ListInput {
+    /// Folder relative to the project root, `/`-separated; `.` (the default) is the root.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// How many levels to descend, 1 to 5 (1 = direct children only). Values outside are clamped.
+    #[serde(default = "default_depth")]
+    pub depth: u32,
+    /// Maximum number of entries to return (default 500, at most 2000).
+    #[serde(default = "default_max_entries")]
+    pub max_entries: usize,
+}
+
+fn default_path() -> String {
+    ".".to_string()
+}
+fn default_depth() -> u32 {
+    1
+}
+fn default_max_entries() -> usize {
+    DEFAULT_MAX_ENTRIES
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListEntry {
+    /// The entry's own name.
+    pub name: String,
+    /// Path relative to the project root.
+    pub path: String,
+    /// `file`, `dir`, `symlink` (reported, never followed) or `other` (FIFO, socket, device).
+    #[serde(rename = "type")]
+    pub kind: EntryKind,
+    /// Size in bytes, for files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ListOutput {
+    pub status: Status,
+    /// The listed folder, relative to the project root.
+    pub path: String,
+    /// Entries sorted by path.
+    pub entries: Vec<ListEntry>,
+    /// Number of entries returned.
+    pub count: usize,
+    /// True when more entries existed than were returned.
+    pub truncated: bool,
+}
+
+impl ListInput {
+    pub fn log_params(&self) -> String {
+        format!(
+            "path={:?} depth={} max_entries={}",
+            self.path, self.depth, self.max_entries
+        )
+    }
+}
+
+impl ListOutput {
+    pub fn log_summary(&self) -> String {
+        format!("count={} truncated={}", self.count, self.truncated)
+    }
+}
+
+pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
+    let depth = input.depth.clamp(1, MAX_DEPTH) as usize;
+    let max_entries = input.max_entries.clamp(1, MAX_ENTRIES_CAP);
+    let start = gate.resolve(&input.path)?;
+    if !start.real.is_dir() {
+        return Err(ToolError::invalid(format!(
+            "'{}' is not a directory; use read_project_file to read a file",
+            start.relative
+        )));
+    }
+    let found = walk::walk(gate, &start, Some(depth));
+    let truncated = found.len() > max_entries;
+    let entries: Vec<ListEntry> = found
+        .into_iter()
+        .take(max_entries)
+        .map(|entry| ListEntry {
+            name: entry
+                .relative
+                .rsplit('/')
+                .next()
+                .unwrap_or(&entry.relative)
+                .to_string(),
+            path: entry.relative,
+            kind: entry.kind,
+            size: entry.size,
+        })
+        .collect();
+    Ok(ListOutput {
+        status: Status::Success,
+        path: start.relative,
+        count: entries.len(),
+        entries,
+        truncated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn project() -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for path in ["a/b/c/d.txt", "a/x.txt", "top.txt", ".env", "node_modules/m.js"] {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, "hello").unwrap();
+        }
+        (dir, PathGate::new(root, &[]).unwrap())
+    }
+
+    fn input(path: &str, depth: u32, max_entries: usize) -> ListInput {
+        ListInput {
+            path: path.into(),
+            depth,
+            max_entries,
+        }
+    }
+
+    #[test]
+    fn lists_direct_children_sorted() {
+        let (_d, gate) = project();
+        let out = list(&gate, &input(".", 1, 500)).unwrap();
+        let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, vec!["a", "top.txt"]);
+        assert_eq!(out.entries[1].size, Some(5));
+        assert_eq!(out.entries[0].kind, EntryKind::Dir);
+        assert_eq!(out.count, 2);
+        assert!(!out.truncated);
+        assert_eq!(out.path, ".");
+    }
+
+    #[test]
+    fn depth_and_truncation() {
+        let (_d, gate) = project();
+        let out = list(&gate, &input("a", 5, 500)).unwrap();
+        let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, vec!["a/b", "a/b/c", "a/b/c/d.txt", "a/x.txt"]);
+        assert_eq!(out.entries[2].name, "d.txt");
+        let out = list(&gate, &input("a", 5, 2)).unwrap();
+        assert_eq!(out.count, 2);
+        assert!(out.truncated);
+    }
+
+    #[test]
+    fn a_file_is_not_a_directory() {
+        let (_d, gate) = project();
+        let error = list(&gate, &input("top.txt", 1, 10)).unwrap_err();
+        assert!(error.to_string().contains("not a directory"));
+    }
+}

@@ -1,0 +1,349 @@
+//! `read_project_file`: one UTF-8 text file, optionally a line range.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Status, ToolError};
+use crate::security::PathGate;
+
+/// Content is capped at 200 KiB.
+pub const MAX_CONTENT_BYTES: usize = 200 * 1024;
+/// Bytes inspected to tell text from binary.
+pub const SNIFF_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ReadInput {
+    /// File path relative to the project root, with `/` separators, e.g. `src/main.rs`.
+    pub path: String,
+    /// First line to return, 1-based and inclusive. Omit to start at line 1.
+    #[serde(default)]
+    pub start_line: Option<u64>,
+    /// Last line to return, 1-based and inclusive. Omit to read to the end (content is capped at 200 KiB).
+    #[serde(default)]
+    pub end_line: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReadOutput {
+    pub status: Status,
+    /// The file's path relative to the project root.
+    pub file: String,
+    /// The requested lines, with their line endings.
+    pub content: String,
+    /// The whole file's size in bytes.
+    pub size: u64,
+    /// True when the content was cut at 200 KiB; read on with a higher `start_line`.
+    pub truncated: bool,
+    /// First line returned (1-based).
+    pub start_line: u64,
+    /// Last line returned (1-based); less than `start_line` for an empty file.
+    pub end_line: u64,
+    /// Number of lines in the whole file.
+    pub total_lines: u64,
+}
+
+impl ReadInput {
+    pub fn log_params(&self) -> String {
+        format!(
+            "path={:?} start_line={:?} end_line={:?}",
+            self.path, self.start_line, self.end_line
+        )
+    }
+}
+
+impl ReadOutput {
+    pub fn log_summary(&self) -> String {
+        format!(
+            "size={} lines={}-{} total_lines={} truncated={}",
+            self.size, self.start_line, self.end_line, self.total_lines, self.truncated
+        )
+    }
+}
+
+pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError> {
+    if input.path.trim().is_empty() {
+        return Err(ToolError::invalid(
+            "path is empty; give a file path relative to the project root, e.g. 'src/main.rs'",
+        ));
+    }
+    let start = input.start_line.unwrap_or(1);
+    if start == 0 {
+        return Err(ToolError::invalid("start_line must be 1 or more (lines are 1-based)"));
+    }
+    if let Some(end) = input.end_line
+        && end < start
+    {
+        return Err(ToolError::invalid(format!(
+            "end_line {end} is before start_line {start}; give end_line >= start_line"
+        )));
+    }
+    let resolved = gate.resolve(&input.path)?;
+    let relative = resolved.relative;
+    let file = open_regular_file(&resolved.real, &relative)?;
+    let size = file
+        .metadata()
+        .map_err(|error| ToolError::io(&relative, &error))?
+        .len();
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let head = reader
+        .fill_buf()
+        .map_err(|error| ToolError::io(&relative, &error))?;
+    if looks_binary(&head[..head.len().min(SNIFF_BYTES)]) {
+        return Err(ToolError::invalid(format!(
+            "'{relative}' is a binary file (NUL byte or invalid UTF-8 near the start); only UTF-8 text files can be read"
+        )));
+    }
+    let lines = collect_lines(reader, start, input.end_line, &relative)?;
+    if lines.total > 0 && start > lines.total {
+        return Err(ToolError::invalid(format!(
+            "start_line {start} is past the end of '{relative}', which has {} lines",
+            lines.total
+        )));
+    }
+    Ok(ReadOutput {
+        status: Status::Success,
+        file: relative,
+        content: lines.content,
+        size,
+        truncated: lines.truncated,
+        start_line: start,
+        end_line: lines.last_returned.unwrap_or(start.saturating_sub(1)),
+        total_lines: lines.total,
+    })
+}
+
+/// Opens `path` only if it is a regular file. FIFOs and devices are refused
+/// from their metadata, and the open itself never blocks (`O_NONBLOCK`), so a
+/// FIFO swapped in between the two checks cannot hang the server either.
+pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File, ToolError> {
+    let not_regular = |kind: &str| {
+        ToolError::invalid(format!(
+            "'{relative}' is {kind}, not a regular file; read_project_file reads text files (use list_project_directory for folders)"
+        ))
+    };
+    let metadata = std::fs::metadata(path).map_err(|error| ToolError::io(relative, &error))?;
+    if metadata.is_dir() {
+        return Err(not_regular("a directory"));
+    }
+    if !metadata.is_file() {
+        return Err(not_regular("a special file (FIFO, socket or device)"));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc_o_nonblock());
+    }
+    let file = options
+        .open(path)
+        .map_err(|error| ToolError::io(relative, &error))?;
+    let opened = file.metadata().map_err(|error| ToolError::io(relative, &error))?;
+    if !opened.is_file() {
+        return Err(not_regular("a special file (FIFO, socket or device)"));
+    }
+    Ok(file)
+}
+
+#[cfg(all(unix, any(target_os = "linux", target_os = "android")))]
+const fn libc_o_nonblock() -> i32 {
+    0o4000
+}
+
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+const fn libc_o_nonblock() -> i32 {
+    // macOS and the BSDs.
+    0x0004
+}
+
+/// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
+/// character cut by the end of the sample does not count).
+pub fn looks_binary(sample: &[u8]) -> bool {
+    if sample.contains(&0) {
+        return true;
+    }
+    match std::str::from_utf8(sample) {
+        Ok(_) => false,
+        Err(error) => error.error_len().is_some(),
+    }
+}
+
+struct Lines {
+    content: String,
+    total: u64,
+    last_returned: Option<u64>,
+    truncated: bool,
+}
+
+/// Streams the file once in buffer-sized chunks: keeps the bytes of lines
+/// `start..=end` up to the content cap and counts every line, so neither a
+/// 50 MB file nor a single enormous line costs more than the cap in memory.
+fn collect_lines(
+    mut reader: impl BufRead,
+    start: u64,
+    end: Option<u64>,
+    relative: &str,
+) -> Result<Lines, ToolError> {
+    let wanted = |line: u64| line >= start && end.is_none_or(|end| line <= end);
+    let mut kept: Vec<u8> = Vec::new();
+    let mut line = 1u64;
+    let mut last_returned = None;
+    let mut truncated = false;
+    let mut ends_with_newline = true;
+    loop {
+        let chunk = reader
+            .fill_buf()
+            .map_err(|error| ToolError::io(relative, &error))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let mut position = 0;
+        while position < chunk.len() {
+            let newline = memchr::memchr(b'\n', &chunk[position..]).map(|i| position + i + 1);
+            let segment_end = newline.unwrap_or(chunk.len());
+            if wanted(line) && !truncated {
+                let room = MAX_CONTENT_BYTES - kept.len();
+                let segment = &chunk[position..segment_end];
+                if segment.len() > room {
+                    kept.extend_from_slice(&segment[..room]);
+                    truncated = true;
+                } else {
+                    kept.extend_from_slice(segment);
+                }
+                last_returned = Some(line);
+            }
+            if newline.is_some() {
+                line += 1;
+            }
+            position = segment_end;
+        }
+        ends_with_newline = chunk.last() == Some(&b'\n');
+        let consumed = chunk.len();
+        reader.consume(consumed);
+    }
+    let total = if ends_with_newline { line - 1 } else { line };
+    Ok(Lines {
+        content: utf8_prefix(kept),
+        total,
+        last_returned,
+        truncated,
+    })
+}
+
+/// Decodes kept bytes; a character cut by the cap is dropped, any other
+/// invalid byte becomes U+FFFD.
+fn utf8_prefix(mut bytes: Vec<u8>) -> String {
+    if let Err(error) = std::str::from_utf8(&bytes)
+        && error.error_len().is_none()
+    {
+        bytes.truncate(error.valid_up_to());
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn project(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, bytes) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, bytes).unwrap();
+        }
+        (dir, PathGate::new(root, &[]).unwrap())
+    }
+
+    fn input(path: &str, start: Option<u64>, end: Option<u64>) -> ReadInput {
+        ReadInput {
+            path: path.into(),
+            start_line: start,
+            end_line: end,
+        }
+    }
+
+    #[test]
+    fn reads_whole_file() {
+        let (_d, gate) = project(&[("a/b.txt", b"one\ntwo\nthree\n")]);
+        let out = read(&gate, &input("a/b.txt", None, None)).unwrap();
+        assert_eq!(out.file, "a/b.txt");
+        assert_eq!(out.content, "one\ntwo\nthree\n");
+        assert_eq!((out.start_line, out.end_line, out.total_lines), (1, 3, 3));
+        assert_eq!(out.size, 14);
+        assert!(!out.truncated);
+    }
+
+    #[test]
+    fn reads_a_range_and_clamps_the_end() {
+        let (_d, gate) = project(&[("f.txt", b"1\n2\n3\n4\n5")]);
+        let out = read(&gate, &input("f.txt", Some(2), Some(3))).unwrap();
+        assert_eq!(out.content, "2\n3\n");
+        assert_eq!((out.start_line, out.end_line, out.total_lines), (2, 3, 5));
+        let out = read(&gate, &input("f.txt", Some(4), Some(99))).unwrap();
+        assert_eq!(out.content, "4\n5");
+        assert_eq!(out.end_line, 5);
+    }
+
+    #[test]
+    fn bad_ranges_are_errors() {
+        let (_d, gate) = project(&[("f.txt", b"1\n2\n")]);
+        assert!(read(&gate, &input("f.txt", Some(0), None)).is_err());
+        assert!(read(&gate, &input("f.txt", Some(3), Some(2))).is_err());
+        let error = read(&gate, &input("f.txt", Some(5), None)).unwrap_err();
+        assert!(error.to_string().contains("has 2 lines"), "{error}");
+    }
+
+    #[test]
+    fn empty_file_is_fine() {
+        let (_d, gate) = project(&[("empty.txt", b"")]);
+        let out = read(&gate, &input("empty.txt", None, None)).unwrap();
+        assert_eq!((out.content.as_str(), out.total_lines, out.end_line), ("", 0, 0));
+    }
+
+    #[test]
+    fn binary_and_directories_are_refused() {
+        let (_d, gate) = project(&[("bin.dat", b"abc\0def"), ("bad.txt", b"ok \xff\xfe"), ("d/x", b"x")]);
+        assert!(read(&gate, &input("bin.dat", None, None)).unwrap_err().to_string().contains("binary"));
+        assert!(read(&gate, &input("bad.txt", None, None)).is_err());
+        assert!(read(&gate, &input("d", None, None)).unwrap_err().to_string().contains("directory"));
+    }
+
+    #[test]
+    fn large_content_is_cut_on_a_char_boundary() {
+        let text = "é".repeat(MAX_CONTENT_BYTES); // 2 bytes each, no newline
+        let (_d, gate) = project(&[("big.txt", text.as_bytes())]);
+        let out = read(&gate, &input("big.txt", None, None)).unwrap();
+        assert!(out.truncated);
+        assert!(out.content.len() <= MAX_CONTENT_BYTES);
+        assert!(out.content.chars().all(|c| c == 'é'));
+        assert_eq!(out.total_lines, 1);
+    }
+
+    #[test]
+    fn sniff_allows_a_cut_multibyte_char() {
+        let mut sample = "aé".as_bytes().to_vec();
+        sample.pop();
+        assert!(!looks_binary(&sample));
+        assert!(looks_binary(b"a\xffb"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifo_is_refused_without_blocking() {
+        let (_d, gate) = project(&[]);
+        let fifo = gate.root().join("pipe");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let error = read(&gate, &input("pipe", None, None)).unwrap_err();
+        assert!(error.to_string().contains("special file"), "{error}");
+    }
+}

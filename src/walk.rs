@@ -1,0 +1,296 @@
+//! The one walker behind search, find and list, so that no tool can show
+//! what another hides.
+//!
+//! It applies, in this order: the built-in skip list (`.git`, `.venv`,
+//! `__pycache__`, `node_modules`, `target`, `*.egg-info`), `.gitignore` and
+//! `.ignore` files (also those between the root and the starting folder,
+//! but never above the root), and the deny-list. Symlinks are reported but
+//! never followed, so a walk cannot leave the root. Unreadable or vanishing
+//! entries are skipped.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::{DirEntry, WalkBuilder, WalkState};
+
+use crate::security::{PathGate, ResolvedPath};
+
+/// Folder names never descended into (besides the deny-listed `.git`).
+const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
+const SKIPPED_DIR_SUFFIX: &str = ".egg-info";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Root-relative, `/`-separated.
+    pub relative: String,
+    pub path: PathBuf,
+    pub kind: EntryKind,
+    /// Depth below the walk's starting folder (its children are at 1).
+    pub depth: usize,
+    /// Size in bytes, for regular files.
+    pub size: Option<u64>,
+}
+
+/// Walks `start` (a folder the gate resolved) down to `max_depth` levels and
+/// returns every visible entry, sorted by relative path. The starting folder
+/// itself is not returned. Runs on several threads.
+pub fn walk(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> Vec<Entry> {
+    let root = gate.root().to_path_buf();
+    let inherited = ancestor_ignores(&root, &start.real);
+    let filter_gate = gate.clone();
+    let filter_root = root.clone();
+
+    let mut builder = WalkBuilder::new(&start.real);
+    builder
+        .hidden(false)
+        .parents(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .max_depth(max_depth)
+        .threads(worker_threads())
+        .filter_entry(move |entry| {
+            entry.depth() == 0 || is_visible(entry, &filter_root, &filter_gate, &inherited)
+        });
+
+    let (sender, receiver) = mpsc::channel();
+    builder.build_parallel().run(|| {
+        let sender = sender.clone();
+        let root = root.clone();
+        Box::new(move |result| {
+            let Ok(entry) = result else {
+                return WalkState::Continue;
+            };
+            if entry.depth() == 0 {
+                return WalkState::Continue;
+            }
+            if let Some(entry) = to_entry(&entry, &root) {
+                // The receiver outlives the walk; a send cannot fail.
+                let _ = sender.send(entry);
+            }
+            WalkState::Continue
+        })
+    });
+    drop(sender);
+    let mut entries: Vec<Entry> = receiver.into_iter().collect();
+    entries.sort_unstable_by(|a, b| a.relative.cmp(&b.relative));
+    entries
+}
+
+/// Two threads per core keep the disk busy without swamping a small machine.
+fn worker_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().clamp(2, 12))
+        .unwrap_or(2)
+}
+
+fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitignore]) -> bool {
+    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+    if is_dir && is_skipped_dir(&entry.file_name().to_string_lossy()) {
+        return false;
+    }
+    if inherited
+        .iter()
+        .any(|rules| rules.matched(entry.path(), is_dir).is_ignore())
+    {
+        return false;
+    }
+    match relative_to(root, entry.path()) {
+        Some(relative) => !gate.is_denied(&relative),
+        None => false,
+    }
+}
+
+pub fn is_skipped_dir(name: &str) -> bool {
+    SKIPPED_DIRS.contains(&name) || name.ends_with(SKIPPED_DIR_SUFFIX)
+}
+
+/// Ignore files in the folders from the root down to (not including) the
+/// starting folder: the walk itself only reads those at and below its start.
+fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
+    let Ok(rest) = start.strip_prefix(root) else {
+        return Vec::new();
+    };
+    let mut folders = vec![root.to_path_buf()];
+    let mut current = root.to_path_buf();
+    let parts: Vec<_> = rest.components().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        current.push(part);
+        folders.push(current.clone());
+    }
+    if parts.is_empty() {
+        return Vec::new();
+    }
+    folders
+        .into_iter()
+        .filter_map(|folder| {
+            let mut builder = GitignoreBuilder::new(&folder);
+            let mut found = false;
+            for name in [".gitignore", ".ignore"] {
+                let file = folder.join(name);
+                if file.is_file() {
+                    found = true;
+                    // A partly broken ignore file still yields its good lines.
+                    let _ = builder.add(file);
+                }
+            }
+            found.then(|| builder.build().ok()).flatten()
+        })
+        .collect()
+}
+
+fn to_entry(entry: &DirEntry, root: &Path) -> Option<Entry> {
+    let file_type = entry.file_type()?;
+    let relative = relative_to(root, entry.path())?;
+    let (kind, size) = if file_type.is_symlink() {
+        (EntryKind::Symlink, None)
+    } else if file_type.is_dir() {
+        (EntryKind::Dir, None)
+    } else if file_type.is_file() {
+        // A file that vanished since it was listed is skipped.
+        (EntryKind::File, Some(entry.metadata().ok()?.len()))
+    } else {
+        (EntryKind::Other, None)
+    };
+    Some(Entry {
+        relative,
+        path: entry.path().to_path_buf(),
+        kind,
+        depth: entry.depth(),
+        size,
+    })
+}
+
+fn relative_to(root: &Path, path: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rest
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn tree() -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, text) in [
+            ("src/main.rs", "fn main() {}"),
+            ("src/gen/out.rs", "generated"),
+            ("src/lib.rs", "pub fn x() {}"),
+            (".github/workflows/ci.yml", "on: push"),
+            (".env", "SECRET=1"),
+            (".env.example", "SECRET="),
+            ("keys/server.key", "x"),
+            ("node_modules/pkg/index.js", "x"),
+            ("target/debug/app", "x"),
+            ("pkg.egg-info/PKG-INFO", "x"),
+            ("__pycache__/m.pyc", "x"),
+            ("build/out.txt", "x"),
+            (".gitignore", "build/\n"),
+            ("src/.gitignore", "gen/\n"),
+        ] {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let gate = PathGate::new(root, &[]).unwrap();
+        (dir, gate)
+    }
+
+    fn names(entries: &[Entry]) -> Vec<&str> {
+        entries.iter().map(|e| e.relative.as_str()).collect()
+    }
+
+    #[test]
+    fn applies_skip_list_ignores_and_deny_list() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve(".").unwrap();
+        let entries = walk(&gate, &start, None);
+        assert_eq!(
+            names(&entries),
+            vec![
+                ".env.example",
+                ".github",
+                ".github/workflows",
+                ".github/workflows/ci.yml",
+                ".gitignore",
+                "keys",
+                "src",
+                "src/.gitignore",
+                "src/lib.rs",
+                "src/main.rs",
+            ]
+        );
+        let main = entries.iter().find(|e| e.relative == "src/main.rs").unwrap();
+        assert_eq!(main.kind, EntryKind::File);
+        assert_eq!(main.size, Some(12));
+        assert_eq!(main.depth, 2);
+    }
+
+    #[test]
+    fn depth_limits_the_walk() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve(".").unwrap();
+        let entries = walk(&gate, &start, Some(1));
+        assert!(entries.iter().all(|e| e.depth == 1));
+        assert!(names(&entries).contains(&"src"));
+        assert!(!names(&entries).contains(&"src/main.rs"));
+    }
+
+    #[test]
+    fn ignore_rules_above_the_start_still_apply() {
+        let (_dir, gate) = tree();
+        fs::create_dir_all(gate.root().join("src/build")).unwrap();
+        fs::write(gate.root().join("src/build/x.rs"), "x").unwrap();
+        let start = gate.resolve("src").unwrap();
+        let entries = walk(&gate, &start, None);
+        // `build/` from the root .gitignore hides src/build; `gen/` from src/.gitignore hides src/gen.
+        assert_eq!(
+            names(&entries),
+            vec!["src/.gitignore", "src/lib.rs", "src/main.rs"]
+        );
+    }
+
+    #[test]
+    fn an_explicit_start_inside_an_ignored_folder_is_walked() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve("build").unwrap();
+        let entries = walk(&gate, &start, None);
+        assert_eq!(names(&entries), vec!["build/out.txt"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_reported_not_followed() {
+        let (dir, gate) = tree();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), gate.root().join("out")).unwrap();
+        std::os::unix::fs::symlink(gate.root().join("src"), gate.root().join("src/loop")).unwrap();
+        let start = gate.resolve(".").unwrap();
+        let entries = walk(&gate, &start, None);
+        let out = entries.iter().find(|e| e.relative == "out").unwrap();
+        assert_eq!(out.kind, EntryKind::Symlink);
+        assert!(!names(&entries).iter().any(|n| n.contains("secret")));
+        assert!(names(&entries).contains(&"src/loop"));
+        drop(dir);
+    }
+}
