@@ -1,0 +1,1 @@
+"""Demo shop package served by mcp-project-helper's examples and tests."""
