@@ -27,23 +27,48 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
     /// The only directory the file tools may touch [default: the client's first root, else the working directory]
-    #[arg(long, value_name = "DIR", env = "MCP_PROJECT_HELPER_ROOT", global = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "MCP_PROJECT_HELPER_ROOT",
+        global = true
+    )]
     pub root: Option<PathBuf>,
 
     /// Markdown folder that get_docs searches [default: <root>/docs]
-    #[arg(long, value_name = "DIR", env = "MCP_PROJECT_HELPER_DOCS_ROOT", global = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "MCP_PROJECT_HELPER_DOCS_ROOT",
+        global = true
+    )]
     pub docs: Option<PathBuf>,
 
     /// Operator config file (TOML): checks, limits, extra deny globs
-    #[arg(long, value_name = "FILE", env = "MCP_PROJECT_HELPER_CONFIG", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_PROJECT_HELPER_CONFIG",
+        global = true
+    )]
     pub config: Option<PathBuf>,
 
     /// Also append log lines to this file
-    #[arg(long, value_name = "FILE", env = "MCP_PROJECT_HELPER_LOG_FILE", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_PROJECT_HELPER_LOG_FILE",
+        global = true
+    )]
     pub log_file: Option<PathBuf>,
 
     /// DEBUG, INFO, WARNING, ERROR or CRITICAL (any case) [default: INFO]
-    #[arg(long, value_name = "LEVEL", env = "MCP_PROJECT_HELPER_LOG_LEVEL", global = true)]
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        env = "MCP_PROJECT_HELPER_LOG_LEVEL",
+        global = true
+    )]
     pub log_level: Option<String>,
 }
 

@@ -117,7 +117,9 @@ pub enum ConfigError {
         "project root {path} is not a directory: pass --root DIR or set MCP_PROJECT_HELPER_ROOT to a directory"
     )]
     RootNotDirectory { path: PathBuf },
-    #[error("docs folder {path} is not a directory: pass --docs DIR or set MCP_PROJECT_HELPER_DOCS_ROOT to a directory")]
+    #[error(
+        "docs folder {path} is not a directory: pass --docs DIR or set MCP_PROJECT_HELPER_DOCS_ROOT to a directory"
+    )]
     DocsNotDirectory { path: PathBuf },
     #[error("cannot read config file {path}: {source}")]
     ReadConfig {
@@ -126,7 +128,9 @@ pub enum ConfigError {
     },
     #[error("invalid config file {path}: {message}")]
     ParseConfig { path: PathBuf, message: String },
-    #[error("invalid log level {0:?}: allowed are DEBUG, INFO, WARNING, ERROR, CRITICAL (any case)")]
+    #[error(
+        "invalid log level {0:?}: allowed are DEBUG, INFO, WARNING, ERROR, CRITICAL (any case)"
+    )]
     LogLevel(String),
 }
 
@@ -349,13 +353,14 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 
 /// The 1-based line where `key` is defined under `[checks]`, for messages.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|line| {
-        let line = line.trim_start();
-        line.starts_with(&format!("{key} ="))
-            || line.starts_with(&format!("{key}="))
-            || line.starts_with(&format!("[checks.{key}]"))
-    })
-    .map(|index| index + 1)
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            line.starts_with(&format!("{key} ="))
+                || line.starts_with(&format!("{key}="))
+                || line.starts_with(&format!("[checks.{key}]"))
+        })
+        .map(|index| index + 1)
 }
 
 #[cfg(test)]
@@ -363,8 +368,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<OperatorFile, String> {
-        let file: OperatorFile =
-            toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        let file: OperatorFile = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
         file.validate(text)?;
         Ok(file)
     }
@@ -428,8 +432,16 @@ globs = ["*.secret", "private/**"]
 
     #[test]
     fn empty_argv_and_true_are_rejected() {
-        assert!(parse("[checks]\nx = []\n").unwrap_err().contains("checks.x"));
-        assert!(parse("[checks]\nx = true\n").unwrap_err().contains("line 2"));
+        assert!(
+            parse("[checks]\nx = []\n")
+                .unwrap_err()
+                .contains("checks.x")
+        );
+        assert!(
+            parse("[checks]\nx = true\n")
+                .unwrap_err()
+                .contains("line 2")
+        );
         assert!(parse("[checks]\n\"a b\" = [\"ls\"]\n").is_err());
         assert!(parse("[deny]\nglobs = [\"a[\"]\n").is_err());
     }

@@ -28,31 +28,47 @@ const DENY_EXCEPTIONS: &[&str] = &[".env.example", ".env.sample", ".env.template
 /// Windows device names, refused as any path component on every platform.
 const DEVICE_NAMES: &[&str] = &[
     "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$", "COM0", "COM1", "COM2", "COM3",
-    "COM4", "COM5", "COM6", "COM7", "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT0", "LPT1",
-    "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9", "LPT¹", "LPT²", "LPT³",
+    "COM4", "COM5", "COM6", "COM7", "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT0", "LPT1", "LPT2",
+    "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9", "LPT¹", "LPT²", "LPT³",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
-    #[error("path must not contain NUL bytes; give a path relative to the project root, e.g. 'src/main.rs'")]
+    #[error(
+        "path must not contain NUL bytes; give a path relative to the project root, e.g. 'src/main.rs'"
+    )]
     NulByte,
-    #[error("absolute path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'")]
+    #[error(
+        "absolute path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'"
+    )]
     Absolute(String),
-    #[error("Windows drive path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'")]
+    #[error(
+        "Windows drive path '{0}' is not allowed; give a path relative to the project root, e.g. 'src/main.rs'"
+    )]
     Drive(String),
-    #[error("'{0}' uses a ':' (drive or alternate data stream), which is not allowed in paths; give a plain relative path")]
+    #[error(
+        "'{0}' uses a ':' (drive or alternate data stream), which is not allowed in paths; give a plain relative path"
+    )]
     Colon(String),
     #[error("'{0}' names a Windows device (CON, NUL, COM1 …), which is not allowed as a path")]
     Device(String),
-    #[error("'{0}' has a component ending in '.' or ' ', which is not allowed; give the exact file name")]
+    #[error(
+        "'{0}' has a component ending in '.' or ' ', which is not allowed; give the exact file name"
+    )]
     TrailingDotOrSpace(String),
     #[error("path '{0}' leaves the project root; only paths inside the project root are allowed")]
     EscapesRoot(String),
-    #[error("path '{0}' resolves outside the project root (through a symlink); only paths inside the project root are allowed")]
+    #[error(
+        "path '{0}' resolves outside the project root (through a symlink); only paths inside the project root are allowed"
+    )]
     SymlinkEscape(String),
-    #[error("path '{0}' is on the deny-list (secrets such as .env, *.pem, *.key, id_rsa*, .git/) and cannot be accessed")]
+    #[error(
+        "path '{0}' is on the deny-list (secrets such as .env, *.pem, *.key, id_rsa*, .git/) and cannot be accessed"
+    )]
     Denied(String),
-    #[error("path '{0}' does not exist in the project; use list_project_directory or find_project_files to see what exists")]
+    #[error(
+        "path '{0}' does not exist in the project; use list_project_directory or find_project_files to see what exists"
+    )]
     NotFound(String),
     #[error("invalid deny glob {glob:?}: {message}")]
     BadGlob { glob: String, message: String },
@@ -317,15 +333,29 @@ mod tests {
         assert!(resolved.real.ends_with("src/main.rs"));
         assert_eq!(gate.resolve(".").unwrap().relative, ".");
         assert_eq!(gate.resolve("").unwrap().relative, ".");
-        assert_eq!(gate.resolve("./src/../src/main.rs").unwrap().relative, "src/main.rs");
-        assert_eq!(gate.resolve("src\\main.rs").unwrap().relative, "src/main.rs");
-        assert_eq!(gate.resolve(".env.example").unwrap().relative, ".env.example");
+        assert_eq!(
+            gate.resolve("./src/../src/main.rs").unwrap().relative,
+            "src/main.rs"
+        );
+        assert_eq!(
+            gate.resolve("src\\main.rs").unwrap().relative,
+            "src/main.rs"
+        );
+        assert_eq!(
+            gate.resolve(".env.example").unwrap().relative,
+            ".env.example"
+        );
     }
 
     #[test]
     fn rejects_escapes() {
         let (_dir, gate) = setup();
-        for input in ["..", "../proj-secret/key.txt", "src/../../x", "../../../../etc/passwd"] {
+        for input in [
+            "..",
+            "../proj-secret/key.txt",
+            "src/../../x",
+            "../../../../etc/passwd",
+        ] {
             assert!(
                 matches!(gate.resolve(input), Err(PathError::EscapesRoot(_))),
                 "{input}"
@@ -374,7 +404,15 @@ mod tests {
     #[test]
     fn deny_list_applies_to_every_spelling() {
         let (_dir, gate) = setup();
-        for input in [".env", "./.env", "src/../.env", ".ENV", "server.pem", ".git/config", ".git"] {
+        for input in [
+            ".env",
+            "./.env",
+            "src/../.env",
+            ".ENV",
+            "server.pem",
+            ".git/config",
+            ".git",
+        ] {
             assert!(
                 matches!(gate.resolve(input), Err(PathError::Denied(_))),
                 "{input}"
@@ -393,7 +431,10 @@ mod tests {
     #[test]
     fn missing_paths_are_reported() {
         let (_dir, gate) = setup();
-        assert!(matches!(gate.resolve("nope.txt"), Err(PathError::NotFound(_))));
+        assert!(matches!(
+            gate.resolve("nope.txt"),
+            Err(PathError::NotFound(_))
+        ));
     }
 
     #[cfg(unix)]
@@ -405,10 +446,22 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
         std::os::unix::fs::symlink(root.join(".env"), root.join("innocent.txt")).unwrap();
         std::os::unix::fs::symlink(root.join("src"), root.join("src-link")).unwrap();
-        assert!(matches!(gate.resolve("out/key.txt"), Err(PathError::SymlinkEscape(_))));
-        assert!(matches!(gate.resolve("out/missing"), Err(PathError::SymlinkEscape(_))));
-        assert!(matches!(gate.resolve("passwd"), Err(PathError::SymlinkEscape(_))));
-        assert!(matches!(gate.resolve("innocent.txt"), Err(PathError::Denied(_))));
+        assert!(matches!(
+            gate.resolve("out/key.txt"),
+            Err(PathError::SymlinkEscape(_))
+        ));
+        assert!(matches!(
+            gate.resolve("out/missing"),
+            Err(PathError::SymlinkEscape(_))
+        ));
+        assert!(matches!(
+            gate.resolve("passwd"),
+            Err(PathError::SymlinkEscape(_))
+        ));
+        assert!(matches!(
+            gate.resolve("innocent.txt"),
+            Err(PathError::Denied(_))
+        ));
         let inside = gate.resolve("src-link/main.rs").unwrap();
         assert_eq!(inside.relative, "src-link/main.rs");
         assert!(inside.real.starts_with(gate.root()));

@@ -12,7 +12,9 @@ use rmcp::model::{
     ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
-use rmcp::{ErrorData, Json, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::{
+    ErrorData, Json, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
 use serde_json::{Value, json};
 
 use crate::config::{Config, canonical_dir};
@@ -78,9 +80,12 @@ impl ProjectHelper {
         Parameters(input): Parameters<SearchInput>,
     ) -> Result<Json<SearchOutput>, String> {
         let params = input.log_params();
-        self.call("search_project_files", params, SearchOutput::log_summary, move |p| {
-            tools::search::search(&p.gate, &input)
-        })
+        self.call(
+            "search_project_files",
+            params,
+            SearchOutput::log_summary,
+            move |p| tools::search::search(&p.gate, &input),
+        )
         .await
     }
 
@@ -95,9 +100,12 @@ impl ProjectHelper {
         Parameters(input): Parameters<ReadInput>,
     ) -> Result<Json<ReadOutput>, String> {
         let params = input.log_params();
-        self.call("read_project_file", params, ReadOutput::log_summary, move |p| {
-            tools::read::read(&p.gate, &input)
-        })
+        self.call(
+            "read_project_file",
+            params,
+            ReadOutput::log_summary,
+            move |p| tools::read::read(&p.gate, &input),
+        )
         .await
     }
 
@@ -112,9 +120,12 @@ impl ProjectHelper {
         Parameters(input): Parameters<ListInput>,
     ) -> Result<Json<ListOutput>, String> {
         let params = input.log_params();
-        self.call("list_project_directory", params, ListOutput::log_summary, move |p| {
-            tools::list::list(&p.gate, &input)
-        })
+        self.call(
+            "list_project_directory",
+            params,
+            ListOutput::log_summary,
+            move |p| tools::list::list(&p.gate, &input),
+        )
         .await
     }
 
@@ -129,9 +140,12 @@ impl ProjectHelper {
         Parameters(input): Parameters<FindInput>,
     ) -> Result<Json<FindOutput>, String> {
         let params = input.log_params();
-        self.call("find_project_files", params, FindOutput::log_summary, move |p| {
-            tools::find::find(&p.gate, &input)
-        })
+        self.call(
+            "find_project_files",
+            params,
+            FindOutput::log_summary,
+            move |p| tools::find::find(&p.gate, &input),
+        )
         .await
     }
 
@@ -168,9 +182,12 @@ impl ProjectHelper {
         Parameters(input): Parameters<CheckInput>,
     ) -> Result<Json<CheckOutput>, String> {
         let params = format!("check_name={:?}", input.check_name);
-        self.call("run_project_check", params, |_| String::new(), move |p| {
-            p.checks.run(&input)
-        })
+        self.call(
+            "run_project_check",
+            params,
+            |_| String::new(),
+            move |p| p.checks.run(&input),
+        )
         .await
     }
 }
@@ -407,9 +424,10 @@ pub fn run(config: Config) -> ExitCode {
 async fn serve(config: Config) -> i32 {
     let root = match config.root.clone() {
         Some(root) => root,
-        None => match std::env::current_dir().map_err(|e| e.to_string()).and_then(|dir| {
-            canonical_dir(&dir).map_err(|e| e.to_string())
-        }) {
+        None => match std::env::current_dir()
+            .map_err(|e| e.to_string())
+            .and_then(|dir| canonical_dir(&dir).map_err(|e| e.to_string()))
+        {
             Ok(root) => root,
             Err(error) => {
                 tracing::error!(error = %error, "cannot use the working directory as the project root");
@@ -466,7 +484,10 @@ mod tests {
         let router = ProjectHelper::tool_router();
         for name in TOOL_ORDER {
             let tool = router.get(name).expect(name);
-            assert!(tool.description.as_deref().is_some_and(|d| d.len() > 40), "{name}");
+            assert!(
+                tool.description.as_deref().is_some_and(|d| d.len() > 40),
+                "{name}"
+            );
             assert!(tool.output_schema.is_some(), "{name}");
             assert!(tool.annotations.is_some(), "{name}");
         }

@@ -8,6 +8,7 @@
 //! never followed, so a walk cannot leave the root. Unreadable or vanishing
 //! entries are skipped.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -42,14 +43,63 @@ pub struct Entry {
 }
 
 /// Walks `start` (a folder the gate resolved) down to `max_depth` levels and
-/// returns every visible entry, sorted by relative path. The starting folder
-/// itself is not returned. Runs on several threads.
+/// returns every visible entry in [`path_order`]. The starting folder itself
+/// is not returned. Runs on several threads.
 pub fn walk(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> Vec<Entry> {
+    let root = gate.root().to_path_buf();
+    let (sender, receiver) = mpsc::channel();
+    builder(gate, start, max_depth)
+        .threads(worker_threads())
+        .build_parallel()
+        .run(|| {
+            let sender = sender.clone();
+            let root = root.clone();
+            Box::new(move |result| {
+                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &root)) {
+                    // The receiver outlives the walk; a send cannot fail.
+                    let _ = sender.send(entry);
+                }
+                WalkState::Continue
+            })
+        });
+    drop(sender);
+    let mut entries: Vec<Entry> = receiver.into_iter().collect();
+    entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
+    entries
+}
+
+/// Visits every visible entry below `start` in [`path_order`], one at a
+/// time, until `visit` breaks: the search stops walking once it has enough.
+pub fn walk_sorted(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    mut visit: impl FnMut(Entry) -> ControlFlow<()>,
+) {
+    let root = gate.root();
+    let walker = builder(gate, start, None)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for result in walker {
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, root))
+            && visit(entry).is_break()
+        {
+            return;
+        }
+    }
+}
+
+/// Sorted by path, compared folder by folder (as a sorted depth-first walk
+/// yields them): `a/b` comes before `a.txt` because `a` < `a.txt`.
+pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+/// The settings every walk shares: ignore files, skip list, deny-list, no
+/// symlink following, nothing above the root.
+fn builder(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> WalkBuilder {
     let root = gate.root().to_path_buf();
     let inherited = ancestor_ignores(&root, &start.real);
     let filter_gate = gate.clone();
-    let filter_root = root.clone();
-
     let mut builder = WalkBuilder::new(&start.real);
     builder
         .hidden(false)
@@ -61,33 +111,10 @@ pub fn walk(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> 
         .require_git(false)
         .follow_links(false)
         .max_depth(max_depth)
-        .threads(worker_threads())
         .filter_entry(move |entry| {
-            entry.depth() == 0 || is_visible(entry, &filter_root, &filter_gate, &inherited)
+            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, &inherited)
         });
-
-    let (sender, receiver) = mpsc::channel();
-    builder.build_parallel().run(|| {
-        let sender = sender.clone();
-        let root = root.clone();
-        Box::new(move |result| {
-            let Ok(entry) = result else {
-                return WalkState::Continue;
-            };
-            if entry.depth() == 0 {
-                return WalkState::Continue;
-            }
-            if let Some(entry) = to_entry(&entry, &root) {
-                // The receiver outlives the walk; a send cannot fail.
-                let _ = sender.send(entry);
-            }
-            WalkState::Continue
-        })
-    });
-    drop(sender);
-    let mut entries: Vec<Entry> = receiver.into_iter().collect();
-    entries.sort_unstable_by(|a, b| a.relative.cmp(&b.relative));
-    entries
+    builder
 }
 
 /// Two threads per core keep the disk busy without swamping a small machine.
@@ -153,6 +180,9 @@ fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
 }
 
 fn to_entry(entry: &DirEntry, root: &Path) -> Option<Entry> {
+    if entry.depth() == 0 {
+        return None;
+    }
     let file_type = entry.file_type()?;
     let relative = relative_to(root, entry.path())?;
     let (kind, size) = if file_type.is_symlink() {
@@ -239,7 +269,10 @@ mod tests {
                 "src/main.rs",
             ]
         );
-        let main = entries.iter().find(|e| e.relative == "src/main.rs").unwrap();
+        let main = entries
+            .iter()
+            .find(|e| e.relative == "src/main.rs")
+            .unwrap();
         assert_eq!(main.kind, EntryKind::File);
         assert_eq!(main.size, Some(12));
         assert_eq!(main.depth, 2);

@@ -186,19 +186,37 @@ mod tests {
         let (_d, gate) = project();
         assert_eq!(
             run(&gate, "**/*.py", "."),
-            vec!["demo_app/models.py", "demo_app/services.py", "setup.py", "tests/test_services.py"]
+            vec![
+                "demo_app/models.py",
+                "demo_app/services.py",
+                "setup.py",
+                "tests/test_services.py"
+            ]
         );
-        assert_eq!(run(&gate, "*.py", "demo_app"), vec!["demo_app/models.py", "demo_app/services.py"]);
-        assert_eq!(run(&gate, "src/*.{ts,tsx}", "."), vec!["src/a.ts", "src/b.tsx"]);
+        assert_eq!(
+            run(&gate, "*.py", "demo_app"),
+            vec!["demo_app/models.py", "demo_app/services.py"]
+        );
+        assert_eq!(
+            run(&gate, "src/*.{ts,tsx}", "."),
+            vec!["src/a.ts", "src/b.tsx"]
+        );
         assert_eq!(run(&gate, "*.ts", "src"), vec!["src/a.ts", "src/deep/c.ts"]);
         assert_eq!(run(&gate, "deep/*.ts", "src"), vec!["src/deep/c.ts"]);
-        assert_eq!(run(&gate, "test_?ervices.py", "."), vec!["tests/test_services.py"]);
+        assert_eq!(
+            run(&gate, "test_?ervices.py", "."),
+            vec!["tests/test_services.py"]
+        );
     }
 
     #[test]
     fn secrets_are_never_found() {
         let (_d, gate) = project();
-        assert!(run(&gate, "*", ".").iter().all(|f| f != ".env" && !f.ends_with(".pem")));
+        assert!(
+            run(&gate, "*", ".")
+                .iter()
+                .all(|f| f != ".env" && !f.ends_with(".pem"))
+        );
         assert!(run(&gate, ".env", ".").is_empty());
     }
 

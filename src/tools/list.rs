@@ -120,7 +120,13 @@ mod tests {
     fn project() -> (tempfile::TempDir, PathGate) {
         let dir = tempfile::tempdir().unwrap();
         let root = dunce::canonicalize(dir.path()).unwrap();
-        for path in ["a/b/c/d.txt", "a/x.txt", "top.txt", ".env", "node_modules/m.js"] {
+        for path in [
+            "a/b/c/d.txt",
+            "a/x.txt",
+            "top.txt",
+            ".env",
+            "node_modules/m.js",
+        ] {
             let path = root.join(path);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             fs::write(path, "hello").unwrap();

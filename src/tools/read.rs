@@ -71,7 +71,9 @@ pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError>
     }
     let start = input.start_line.unwrap_or(1);
     if start == 0 {
-        return Err(ToolError::invalid("start_line must be 1 or more (lines are 1-based)"));
+        return Err(ToolError::invalid(
+            "start_line must be 1 or more (lines are 1-based)",
+        ));
     }
     if let Some(end) = input.end_line
         && end < start
@@ -141,7 +143,9 @@ pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File,
     let file = options
         .open(path)
         .map_err(|error| ToolError::io(relative, &error))?;
-    let opened = file.metadata().map_err(|error| ToolError::io(relative, &error))?;
+    let opened = file
+        .metadata()
+        .map_err(|error| ToolError::io(relative, &error))?;
     if !opened.is_file() {
         return Err(not_regular("a special file (FIFO, socket or device)"));
     }
@@ -306,15 +310,32 @@ mod tests {
     fn empty_file_is_fine() {
         let (_d, gate) = project(&[("empty.txt", b"")]);
         let out = read(&gate, &input("empty.txt", None, None)).unwrap();
-        assert_eq!((out.content.as_str(), out.total_lines, out.end_line), ("", 0, 0));
+        assert_eq!(
+            (out.content.as_str(), out.total_lines, out.end_line),
+            ("", 0, 0)
+        );
     }
 
     #[test]
     fn binary_and_directories_are_refused() {
-        let (_d, gate) = project(&[("bin.dat", b"abc\0def"), ("bad.txt", b"ok \xff\xfe"), ("d/x", b"x")]);
-        assert!(read(&gate, &input("bin.dat", None, None)).unwrap_err().to_string().contains("binary"));
+        let (_d, gate) = project(&[
+            ("bin.dat", b"abc\0def"),
+            ("bad.txt", b"ok \xff\xfe"),
+            ("d/x", b"x"),
+        ]);
+        assert!(
+            read(&gate, &input("bin.dat", None, None))
+                .unwrap_err()
+                .to_string()
+                .contains("binary")
+        );
         assert!(read(&gate, &input("bad.txt", None, None)).is_err());
-        assert!(read(&gate, &input("d", None, None)).unwrap_err().to_string().contains("directory"));
+        assert!(
+            read(&gate, &input("d", None, None))
+                .unwrap_err()
+                .to_string()
+                .contains("directory")
+        );
     }
 
     #[test]
@@ -341,7 +362,10 @@ mod tests {
     fn fifo_is_refused_without_blocking() {
         let (_d, gate) = project(&[]);
         let fifo = gate.root().join("pipe");
-        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(status.success());
         let error = read(&gate, &input("pipe", None, None)).unwrap_err();
         assert!(error.to_string().contains("special file"), "{error}");

@@ -1,33 +1,725 @@
-//! `search_project_files`: content search (placeholder types).
+//! `search_project_files`: content search on ripgrep's libraries.
+//!
+//! Files come from the walker in sorted order; several threads search them
+//! (a literal query runs on memchr/SIMD scanning inside `grep-regex`), and
+//! the results are merged back in file order. Once the sorted prefix of
+//! finished files holds `offset + max_results + 1` hits, the walk and the
+//! search stop: the answer is the same as a full sequential scan would give,
+//! only sooner.
 
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
+
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::find::{PathGlob, below};
+use super::read::{SNIFF_BYTES, looks_binary, open_regular_file};
+use super::{Status, ToolError, cut_chars};
 use crate::security::PathGate;
+use crate::walk::{self, Entry, EntryKind};
+
+pub const DEFAULT_MAX_RESULTS: usize = 50;
+pub const MAX_RESULTS_CAP: usize = 200;
+pub const MAX_CONTEXT_LINES: usize = 10;
+/// Files larger than this are skipped.
+pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+/// Matched and context lines are cut to this many characters.
+pub const MAX_LINE_CHARS: usize = 300;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching lines as `matches`.
+    #[default]
+    Content,
+    /// Only the paths of matching files, as `files`.
+    FilesWithMatches,
+    /// Matching-line counts per file, as `counts`.
+    Count,
+}
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SearchInput {
+    /// Text to find. An exact substring unless `regex` is true.
     pub query: String,
+    /// Folder (or single file) to search, relative to the project root; `.` (the default) is the root.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Maximum number of results (matches, files or counts) to return: default 50, at most 200.
+    #[serde(default = "default_max_results")]
+    pub max_results: usize,
+    /// Treat `query` as a Rust regex (e.g. `fn \w+_discount`). Default false: exact substring.
+    #[serde(default)]
+    pub regex: bool,
+    /// Match case exactly (default true). Set false for case-insensitive search.
+    #[serde(default = "default_true")]
+    pub case_sensitive: bool,
+    /// Only search files matching this glob, e.g. `*.py` (file name at any depth) or `src/**/*.rs` (path relative to `path`).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Lines of context before and after each match, 0 to 10 (adds `before`/`after` arrays).
+    #[serde(default)]
+    pub context_lines: usize,
+    /// `content` (default): matching lines; `files_with_matches`: file paths only; `count`: matches per file.
+    #[serde(default)]
+    pub output_mode: OutputMode,
+    /// Skip this many results first, for paging (use with max_results).
+    #[serde(default)]
+    pub offset: usize,
+}
+
+fn default_path() -> String {
+    ".".to_string()
+}
+fn default_max_results() -> usize {
+    DEFAULT_MAX_RESULTS
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SearchMatch {
+    /// Path relative to the project root.
+    pub file: String,
+    /// 1-based line number.
+    pub line: u64,
+    /// The matching line (cut to 300 characters around the match).
+    pub text: String,
+    /// Lines before the match, oldest first (only with context_lines > 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<Vec<String>>,
+    /// Lines after the match (only with context_lines > 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct FileCount {
+    pub file: String,
+    /// Number of matching lines in the file.
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SearchOutput {
     pub status: Status,
+    pub query: String,
+    /// The folder or file searched, relative to the project root.
+    pub path: String,
+    /// Matching lines, sorted by file then line (output_mode `content`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Vec<SearchMatch>>,
+    /// Paths of matching files, sorted (output_mode `files_with_matches`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<String>>,
+    /// Matching-line counts per file, sorted by file (output_mode `count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Vec<FileCount>>,
+    /// Number of results returned.
+    pub count: usize,
+    /// True when more results existed than were returned; page on with `offset`.
+    pub truncated: bool,
 }
 
 impl SearchInput {
     pub fn log_params(&self) -> String {
-        format!("query={:?}", self.query)
+        let (query, _) = cut_chars(&self.query, 100);
+        format!(
+            "query={query:?} path={:?} regex={} case_sensitive={} glob={:?} output_mode={:?} max_results={} offset={} context_lines={}",
+            self.path,
+            self.regex,
+            self.case_sensitive,
+            self.glob,
+            self.output_mode,
+            self.max_results,
+            self.offset,
+            self.context_lines
+        )
     }
 }
 
 impl SearchOutput {
     pub fn log_summary(&self) -> String {
-        String::new()
+        format!("count={} truncated={}", self.count, self.truncated)
     }
 }
 
-pub fn search(_gate: &PathGate, _input: &SearchInput) -> Result<SearchOutput, ToolError> {
-    Err(ToolError::invalid("search is not implemented yet"))
+/// What one file contributed.
+#[derive(Debug, Default)]
+struct FileHits {
+    file: String,
+    matches: Vec<SearchMatch>,
+    /// Matching lines seen (complete in `count` mode, capped otherwise).
+    count: u64,
+}
+
+pub fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, ToolError> {
+    let matcher = build_matcher(input)?;
+    let glob = input.glob.as_deref().map(PathGlob::new).transpose()?;
+    let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
+    let context = input.context_lines.min(MAX_CONTEXT_LINES);
+    let start = gate.resolve(&input.path)?;
+    let wanted = input.offset.saturating_add(max_results).saturating_add(1);
+    let plan = Plan {
+        matcher,
+        mode: input.output_mode,
+        context,
+        wanted,
+    };
+
+    let hits = if start.real.is_file() {
+        let entry = Entry {
+            relative: start.relative.clone(),
+            path: start.real.clone(),
+            kind: EntryKind::File,
+            depth: 0,
+            size: None,
+        };
+        let mut searcher = plan.searcher();
+        let mut buffer = Vec::new();
+        vec![plan.search_file(&mut searcher, &mut buffer, &entry)]
+    } else {
+        let accept = |entry: &Entry| {
+            entry.size.is_some_and(|size| size <= MAX_FILE_BYTES)
+                && glob
+                    .as_ref()
+                    .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
+        };
+        search_tree(gate, &start, &plan, accept)
+    };
+    Ok(assemble(input, start.relative, max_results, hits))
+}
+
+fn build_matcher(input: &SearchInput) -> Result<RegexMatcher, ToolError> {
+    if input.query.is_empty() {
+        return Err(ToolError::invalid(
+            "query is empty; give the text (or, with regex=true, the pattern) to search for",
+        ));
+    }
+    if input.query.contains('\n') {
+        return Err(ToolError::invalid(
+            "query spans several lines; search matches within one line, so give a single-line query",
+        ));
+    }
+    RegexMatcherBuilder::new()
+        .case_insensitive(!input.case_sensitive)
+        .fixed_strings(!input.regex)
+        .line_terminator(Some(b'\n'))
+        .build(&input.query)
+        .map_err(|error| {
+            let detail = error.to_string().replace('\n', " ");
+            let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+            ToolError::invalid(format!(
+                "invalid regex {:?}: {detail}; use Rust regex syntax, or regex=false for a plain substring",
+                input.query
+            ))
+        })
+}
+
+/// The per-call search settings shared by all worker threads.
+struct Plan {
+    matcher: RegexMatcher,
+    mode: OutputMode,
+    context: usize,
+    /// Hits after which the search may stop: offset + max_results + 1.
+    wanted: usize,
+}
+
+impl Plan {
+    fn searcher(&self) -> Searcher {
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::none())
+            .build()
+    }
+
+    /// How many hits a file adds toward `wanted`.
+    fn units(&self, hits: &FileHits) -> usize {
+        match self.mode {
+            OutputMode::Content => hits.matches.len(),
+            OutputMode::FilesWithMatches | OutputMode::Count => usize::from(hits.count > 0),
+        }
+    }
+
+    /// Searches one file; unreadable, binary or vanished files yield nothing.
+    fn search_file(
+        &self,
+        searcher: &mut Searcher,
+        buffer: &mut Vec<u8>,
+        entry: &Entry,
+    ) -> FileHits {
+        buffer.clear();
+        let Ok(file) = open_regular_file(&entry.path, &entry.relative) else {
+            return FileHits::default();
+        };
+        // Never read more than the cap, even if the file grew since the walk.
+        if file.take(MAX_FILE_BYTES + 1).read_to_end(buffer).is_err()
+            || buffer.len() as u64 > MAX_FILE_BYTES
+            || looks_binary(&buffer[..buffer.len().min(SNIFF_BYTES)])
+        {
+            return FileHits::default();
+        }
+        let mut sink = CollectSink {
+            plan: self,
+            file: &entry.relative,
+            haystack: buffer,
+            hits: FileHits {
+                file: entry.relative.clone(),
+                ..FileHits::default()
+            },
+        };
+        // A failed search of one file leaves the others unaffected.
+        let _ = searcher.search_slice(&self.matcher, buffer, &mut sink);
+        sink.hits
+    }
+}
+
+struct CollectSink<'a> {
+    plan: &'a Plan,
+    file: &'a str,
+    haystack: &'a [u8],
+    hits: FileHits,
+}
+
+impl Sink for CollectSink<'_> {
+    type Error = std::io::Error;
+
+    fn matched(
+        &mut self,
+        _searcher: &Searcher,
+        found: &SinkMatch<'_>,
+    ) -> Result<bool, Self::Error> {
+        self.hits.count += 1;
+        match self.plan.mode {
+            OutputMode::Count => Ok(true),
+            OutputMode::FilesWithMatches => Ok(false),
+            OutputMode::Content => {
+                let line_bytes = trim_line_end(found.bytes());
+                let match_start = self
+                    .plan
+                    .matcher
+                    .find(line_bytes)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |m| m.start());
+                let (before, after) = if self.plan.context > 0 {
+                    let range = found.bytes_range_in_buffer();
+                    (
+                        Some(lines_before(self.haystack, range.start, self.plan.context)),
+                        Some(lines_after(self.haystack, range.end, self.plan.context)),
+                    )
+                } else {
+                    (None, None)
+                };
+                self.hits.matches.push(SearchMatch {
+                    file: self.file.to_string(),
+                    line: found.line_number().unwrap_or(0),
+                    text: line_window(line_bytes, match_start),
+                    before,
+                    after,
+                });
+                Ok(self.hits.matches.len() < self.plan.wanted)
+            }
+        }
+    }
+}
+
+/// Walks in sorted order on this thread while workers search; stops both
+/// once the finished sorted prefix holds enough hits.
+fn search_tree(
+    gate: &PathGate,
+    start: &crate::security::ResolvedPath,
+    plan: &Plan,
+    accept: impl Fn(&Entry) -> bool,
+) -> Vec<FileHits> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get().clamp(1, 12))
+        .unwrap_or(2);
+    let stop = AtomicBool::new(false);
+    let progress = Mutex::new(Prefix::default());
+    let (sender, receiver) = mpsc::sync_channel::<(usize, Entry)>(workers * 16);
+    let receiver = Mutex::new(receiver);
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut searcher = plan.searcher();
+                let mut buffer = Vec::new();
+                loop {
+                    let next = match receiver.lock() {
+                        Ok(receiver) => receiver.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((index, entry)) = next else { break };
+                    let hits = if stop.load(Ordering::Relaxed) {
+                        FileHits::default()
+                    } else {
+                        plan.search_file(&mut searcher, &mut buffer, &entry)
+                    };
+                    let Ok(mut prefix) = progress.lock() else {
+                        break;
+                    };
+                    if prefix.finish(index, hits, plan) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        let mut index = 0;
+        walk::walk_sorted(gate, start, |entry| {
+            if stop.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            if entry.kind == EntryKind::File && accept(&entry) {
+                if sender.send((index, entry)).is_err() {
+                    return ControlFlow::Break(());
+                }
+                index += 1;
+            }
+            ControlFlow::Continue(())
+        });
+        drop(sender);
+    });
+
+    match progress.into_inner() {
+        Ok(prefix) => prefix.into_results(),
+        Err(poisoned) => poisoned.into_inner().into_results(),
+    }
+}
+
+/// Results in file order: the contiguous finished prefix, plus files that
+/// finished out of order and wait for their turn.
+#[derive(Default)]
+struct Prefix {
+    done: Vec<FileHits>,
+    waiting: BTreeMap<usize, FileHits>,
+    units: usize,
+}
+
+impl Prefix {
+    /// Records a finished file; true once the prefix has enough hits.
+    fn finish(&mut self, index: usize, hits: FileHits, plan: &Plan) -> bool {
+        self.waiting.insert(index, hits);
+        while let Some(hits) = self.waiting.remove(&self.done.len()) {
+            self.units += plan.units(&hits);
+            self.done.push(hits);
+        }
+        self.units >= plan.wanted
+    }
+
+    fn into_results(self) -> Vec<FileHits> {
+        // Files after a gap were searched past the stopping point; a gap can
+        // only exist when the search stopped, and the prefix already holds
+        // every hit the answer needs.
+        self.done
+    }
+}
+
+fn assemble(
+    input: &SearchInput,
+    path: String,
+    max_results: usize,
+    hits: Vec<FileHits>,
+) -> SearchOutput {
+    let page = |total: usize| {
+        (
+            input.offset,
+            max_results,
+            total > input.offset + max_results,
+        )
+    };
+    let mut output = SearchOutput {
+        status: Status::Success,
+        query: input.query.clone(),
+        path,
+        matches: None,
+        files: None,
+        counts: None,
+        count: 0,
+        truncated: false,
+    };
+    match input.output_mode {
+        OutputMode::Content => {
+            let all: Vec<SearchMatch> = hits.into_iter().flat_map(|h| h.matches).collect();
+            let (skip, take, truncated) = page(all.len());
+            let matches: Vec<SearchMatch> = all.into_iter().skip(skip).take(take).collect();
+            output.count = matches.len();
+            output.truncated = truncated;
+            output.matches = Some(matches);
+        }
+        OutputMode::FilesWithMatches | OutputMode::Count => {
+            let all: Vec<FileCount> = hits
+                .into_iter()
+                .filter(|h| h.count > 0)
+                .map(|h| FileCount {
+                    file: h.file,
+                    count: h.count,
+                })
+                .collect();
+            let (skip, take, truncated) = page(all.len());
+            let page: Vec<FileCount> = all.into_iter().skip(skip).take(take).collect();
+            output.count = page.len();
+            output.truncated = truncated;
+            if input.output_mode == OutputMode::Count {
+                output.counts = Some(page);
+            } else {
+                output.files = Some(page.into_iter().map(|c| c.file).collect());
+            }
+        }
+    }
+    output
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A line as text, cut to [`MAX_LINE_CHARS`]; a long line is cut around the
+/// match so the match itself is always shown.
+fn line_window(line: &[u8], match_start: usize) -> String {
+    let text = String::from_utf8_lossy(line);
+    if text.chars().count() <= MAX_LINE_CHARS {
+        return text.into_owned();
+    }
+    let match_char = String::from_utf8_lossy(&line[..match_start.min(line.len())])
+        .chars()
+        .count();
+    let first = match_char.saturating_sub(MAX_LINE_CHARS / 4);
+    text.chars().skip(first).take(MAX_LINE_CHARS).collect()
+}
+
+fn context_line(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(trim_line_end(line));
+    cut_chars(&text, MAX_LINE_CHARS).0.to_string()
+}
+
+/// Up to `n` lines that end right before byte `start`.
+fn lines_before(haystack: &[u8], start: usize, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut end = start;
+    while lines.len() < n && end > 0 {
+        let line_end = end - 1; // the '\n' that ends the previous line
+        let line_start = memchr::memrchr(b'\n', &haystack[..line_end]).map_or(0, |i| i + 1);
+        lines.push(context_line(&haystack[line_start..line_end]));
+        end = line_start;
+    }
+    lines.reverse();
+    lines
+}
+
+/// Up to `n` lines that start at byte `end`.
+fn lines_after(haystack: &[u8], end: usize, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut start = end;
+    while lines.len() < n && start < haystack.len() {
+        let line_end =
+            memchr::memchr(b'\n', &haystack[start..]).map_or(haystack.len(), |i| start + i);
+        lines.push(context_line(&haystack[start..line_end]));
+        start = line_end + 1;
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        (dir, PathGate::new(root, &[]).unwrap())
+    }
+
+    fn input(query: &str) -> SearchInput {
+        SearchInput {
+            query: query.into(),
+            path: ".".into(),
+            max_results: 50,
+            regex: false,
+            case_sensitive: true,
+            glob: None,
+            context_lines: 0,
+            output_mode: OutputMode::Content,
+            offset: 0,
+        }
+    }
+
+    fn demo() -> (tempfile::TempDir, PathGate) {
+        project(&[
+            ("b/two.py", "x = apply(1)\ny = 2\napply(3)\n"),
+            ("a/one.py", "def apply(a):\n    return a\n"),
+            ("a.txt", "apply here\n"),
+            ("c/skip.bin", "apply\0binary"),
+            (".env", "apply=secret\n"),
+            ("node_modules/m.js", "apply()\n"),
+        ])
+    }
+
+    fn lines(out: &SearchOutput) -> Vec<(String, u64)> {
+        out.matches
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|m| (m.file.clone(), m.line))
+            .collect()
+    }
+
+    #[test]
+    fn literal_search_sorted_by_path_then_line() {
+        let (_d, gate) = demo();
+        let out = search(&gate, &input("apply")).unwrap();
+        assert_eq!(
+            lines(&out),
+            vec![
+                ("a/one.py".into(), 1),
+                ("a.txt".into(), 1),
+                ("b/two.py".into(), 1),
+                ("b/two.py".into(), 3),
+            ]
+        );
+        assert_eq!(out.count, 4);
+        assert!(!out.truncated);
+        assert_eq!(out.matches.as_ref().unwrap()[0].text, "def apply(a):");
+    }
+
+    #[test]
+    fn literal_means_literal_and_case_options_work() {
+        let (_d, gate) = project(&[("f.txt", "a.b\naxb\nA.B\n")]);
+        assert_eq!(search(&gate, &input("a.b")).unwrap().count, 1);
+        let mut insensitive = input("a.b");
+        insensitive.case_sensitive = false;
+        assert_eq!(search(&gate, &insensitive).unwrap().count, 2);
+        let mut regex = input("a.b");
+        regex.regex = true;
+        assert_eq!(search(&gate, &regex).unwrap().count, 2);
+        let mut bad = input("(");
+        bad.regex = true;
+        assert!(
+            search(&gate, &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("invalid regex")
+        );
+    }
+
+    #[test]
+    fn paging_and_truncation() {
+        let text: String = (1..=30).map(|i| format!("hit {i}\n")).collect();
+        let (_d, gate) = project(&[("f.txt", &text)]);
+        let mut page = input("hit");
+        page.max_results = 10;
+        let first = search(&gate, &page).unwrap();
+        assert_eq!(first.count, 10);
+        assert!(first.truncated);
+        page.offset = 25;
+        let last = search(&gate, &page).unwrap();
+        assert_eq!(lines(&last).first().unwrap().1, 26);
+        assert_eq!(last.count, 5);
+        assert!(!last.truncated);
+    }
+
+    #[test]
+    fn early_stop_gives_the_sequential_answer() {
+        let files: Vec<(String, String)> = (0..300)
+            .map(|i| (format!("d{:03}/f.txt", i), "needle\nneedle\n".to_string()))
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (_d, gate) = project(&refs);
+        let mut query = input("needle");
+        query.max_results = 7;
+        query.offset = 3;
+        let out = search(&gate, &query).unwrap();
+        assert_eq!(
+            lines(&out),
+            vec![
+                ("d001/f.txt".into(), 2),
+                ("d002/f.txt".into(), 1),
+                ("d002/f.txt".into(), 2),
+                ("d003/f.txt".into(), 1),
+                ("d003/f.txt".into(), 2),
+                ("d004/f.txt".into(), 1),
+                ("d004/f.txt".into(), 2),
+            ]
+        );
+        assert!(out.truncated);
+    }
+
+    #[test]
+    fn modes_glob_and_context() {
+        let (_d, gate) = demo();
+        let mut files = input("apply");
+        files.output_mode = OutputMode::FilesWithMatches;
+        let out = search(&gate, &files).unwrap();
+        assert_eq!(out.files.unwrap(), vec!["a/one.py", "a.txt", "b/two.py"]);
+        assert!(out.matches.is_none());
+
+        let mut counts = input("apply");
+        counts.output_mode = OutputMode::Count;
+        counts.glob = Some("*.py".into());
+        let out = search(&gate, &counts).unwrap();
+        assert_eq!(
+            out.counts.unwrap(),
+            vec![
+                FileCount {
+                    file: "a/one.py".into(),
+                    count: 1
+                },
+                FileCount {
+                    file: "b/two.py".into(),
+                    count: 2
+                },
+            ]
+        );
+
+        let mut context = input("y = 2");
+        context.context_lines = 5;
+        let out = search(&gate, &context).unwrap();
+        let hit = &out.matches.unwrap()[0];
+        assert_eq!(
+            hit.before.as_deref(),
+            Some(&["x = apply(1)".to_string()][..])
+        );
+        assert_eq!(hit.after.as_deref(), Some(&["apply(3)".to_string()][..]));
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_match() {
+        let line = format!("{}needle{}", "a".repeat(5000), "b".repeat(5000));
+        let (_d, gate) = project(&[("long.txt", &line)]);
+        let out = search(&gate, &input("needle")).unwrap();
+        let text = &out.matches.unwrap()[0].text;
+        assert_eq!(text.chars().count(), MAX_LINE_CHARS);
+        assert!(text.contains("needle"));
+    }
+
+    #[test]
+    fn a_single_file_path_and_bad_queries() {
+        let (_d, gate) = demo();
+        let mut one = input("apply");
+        one.path = "b/two.py".into();
+        assert_eq!(search(&gate, &one).unwrap().count, 2);
+        assert!(search(&gate, &input("")).is_err());
+        assert!(search(&gate, &input("a\nb")).is_err());
+        let mut secret = input("apply");
+        secret.path = ".env".into();
+        assert!(search(&gate, &secret).is_err());
+    }
 }
