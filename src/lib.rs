@@ -13,4 +13,5 @@ pub mod project;
 pub mod security;
 pub mod server;
 pub mod tools;
+pub mod transport;
 pub mod walk;

@@ -4,20 +4,25 @@
 use std::fs::OpenOptions;
 use std::sync::Arc;
 
-use tracing_subscriber::fmt::writer::MakeWriterExt;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{Layer, filter::LevelFilter, fmt};
+use tracing_subscriber::{Layer, fmt};
 
 use crate::config::Config;
 
 pub fn init(config: &Config) -> Result<(), String> {
     let level = LevelFilter::from_level(config.log_level.as_tracing());
+    // Libraries speak only of problems: rmcp's debug records can carry whole
+    // messages (file contents), which the log must never hold.
+    let filter = Targets::new()
+        .with_default(level.min(LevelFilter::WARN))
+        .with_target(env!("CARGO_CRATE_NAME"), level);
     let stderr = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_target(false)
-        .with_filter(level);
+        .with_filter(filter.clone());
     let file = match &config.log_file {
         Some(path) => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -32,10 +37,10 @@ pub fn init(config: &Config) -> Result<(), String> {
                 .map_err(|error| format!("cannot open log file {}: {error}", path.display()))?;
             Some(
                 fmt::layer()
-                    .with_writer(Arc::new(file).with_max_level(config.log_level.as_tracing()))
+                    .with_writer(Arc::new(file))
                     .with_ansi(false)
                     .with_target(false)
-                    .with_filter(level),
+                    .with_filter(filter),
             )
         }
         None => None,

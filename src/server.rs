@@ -26,6 +26,7 @@ use crate::tools::list::{ListInput, ListOutput};
 use crate::tools::read::{ReadInput, ReadOutput};
 use crate::tools::search::{SearchInput, SearchOutput};
 use crate::tools::{self, ToolError};
+use crate::transport::json_lines;
 
 /// The order in which tools are listed: the way a model explores.
 const TOOL_ORDER: [&str; 6] = [
@@ -450,7 +451,8 @@ async fn serve(config: Config) -> i32 {
         "serving MCP on stdio"
     );
     let helper = ProjectHelper::new(config, project);
-    let service = match helper.serve(rmcp::transport::io::stdio_pipes()).await {
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let service = match helper.serve(json_lines(stdin, stdout)).await {
         Ok(service) => service,
         Err(error) => {
             // Most often stdin closed before the handshake finished.

@@ -23,6 +23,7 @@ const SKIPPED_DIR_SUFFIX: &str = ".egg-info";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum EntryKind {
     File,
     Dir,

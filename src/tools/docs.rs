@@ -1,33 +1,458 @@
-//! `get_docs` (placeholder types).
+//! `get_docs`: the project's Markdown documentation, split into sections at
+//! headings, searched case-insensitively.
+//!
+//! Ranking: the whole query in a heading counts most, then in the text
+//! (more occurrences rank higher); a section that holds every word of a
+//! multi-word query, though not the phrase, ranks below those. Ties keep
+//! document order.
+
+use std::io::Read;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::read::{SNIFF_BYTES, looks_binary, open_regular_file};
+use super::{Status, ToolError, cut_chars};
 use crate::project::Project;
+use crate::security::PathGate;
+use crate::walk::{self, EntryKind, path_order};
+
+pub const DEFAULT_MAX_RESULTS: usize = 10;
+pub const MAX_RESULTS_CAP: usize = 50;
+pub const MAX_SNIPPET_CHARS: usize = 800;
+/// Larger Markdown files are skipped.
+const MAX_DOC_BYTES: u64 = 2 * 1024 * 1024;
+const MARKDOWN_EXTENSIONS: &[&str] = &["md", "markdown", "mdx"];
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct DocsInput {
+    /// Words or phrase to look for in headings and text (case-insensitive). Omit to list the documents.
+    #[serde(default)]
     pub query: Option<String>,
+    /// Maximum number of results: default 10, at most 50.
+    #[serde(default = "default_max_results")]
+    pub max_results: usize,
+}
+
+fn default_max_results() -> usize {
+    DEFAULT_MAX_RESULTS
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct DocResult {
+    /// Path of the Markdown file relative to the docs folder.
+    pub file: String,
+    /// The section's heading (a document's title when listing documents).
+    pub heading: String,
+    /// The section's text, up to 800 characters, starting near the first match.
+    pub snippet: String,
+    /// 1-based line of the heading in the file.
+    pub line: u64,
+    /// Path relative to the project root, for read_project_file (absent when the docs folder lies outside the project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DocsOutput {
     pub status: Status,
+    /// The query as given; null when listing documents.
+    pub query: Option<String>,
+    /// Best matches first (or one entry per document, sorted by path).
+    pub results: Vec<DocResult>,
+    /// Number of results returned.
+    pub count: usize,
+    /// True when more results existed than were returned.
+    pub truncated: bool,
 }
 
 impl DocsInput {
     pub fn log_params(&self) -> String {
-        format!("query={:?}", self.query)
+        let query = self.query.as_deref().map(|q| cut_chars(q, 100).0);
+        format!("query={query:?} max_results={}", self.max_results)
     }
 }
 
 impl DocsOutput {
     pub fn log_summary(&self) -> String {
-        String::new()
+        format!("count={} truncated={}", self.count, self.truncated)
     }
 }
 
-pub fn get_docs(_project: &Project, _input: &DocsInput) -> Result<DocsOutput, ToolError> {
-    Err(ToolError::invalid("get_docs is not implemented yet"))
+pub fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, ToolError> {
+    let Some(docs) = &project.docs else {
+        return Err(ToolError::invalid(format!(
+            "this project has no docs folder ({} does not exist); the operator can point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a Markdown folder",
+            project.docs_location.display()
+        )));
+    };
+    let query = input
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty());
+    let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
+    let documents = load_documents(docs);
+    let mut results: Vec<DocResult> = match query {
+        Some(query) => ranked_sections(&documents, query),
+        None => documents.iter().map(Document::summary).collect(),
+    };
+    let truncated = results.len() > max_results;
+    results.truncate(max_results);
+    for result in &mut results {
+        result.path = docs
+            .root()
+            .join(&result.file)
+            .strip_prefix(project.root())
+            .ok()
+            .map(|p| p.to_string_lossy().replace('\\', "/"));
+    }
+    Ok(DocsOutput {
+        status: Status::Success,
+        query: input.query.clone(),
+        count: results.len(),
+        results,
+        truncated,
+    })
+}
+
+struct Document {
+    file: String,
+    sections: Vec<Section>,
+}
+
+struct Section {
+    heading: String,
+    line: u64,
+    body: String,
+}
+
+impl Document {
+    /// One entry per document: its title and opening text.
+    fn summary(&self) -> DocResult {
+        let title = self
+            .sections
+            .iter()
+            .find(|s| !s.heading.is_empty())
+            .map(|s| s.heading.clone())
+            .unwrap_or_else(|| file_stem(&self.file));
+        let text: String = self
+            .sections
+            .iter()
+            .map(|s| s.body.trim())
+            .filter(|b| !b.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        DocResult {
+            file: self.file.clone(),
+            heading: title,
+            snippet: cut_chars(&text, MAX_SNIPPET_CHARS).0.to_string(),
+            line: self.sections.first().map_or(1, |s| s.line),
+            path: None,
+        }
+    }
+}
+
+/// Every readable Markdown file under the docs gate, in path order.
+fn load_documents(docs: &PathGate) -> Vec<Document> {
+    let Ok(start) = docs.resolve(".") else {
+        return Vec::new();
+    };
+    walk::walk(docs, &start, None)
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::File && e.size.is_some_and(|s| s <= MAX_DOC_BYTES))
+        .filter(|e| {
+            e.relative.rsplit_once('.').is_some_and(|(_, ext)| {
+                MARKDOWN_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+            })
+        })
+        .filter_map(|entry| {
+            let mut bytes = Vec::new();
+            let file = open_regular_file(&entry.path, &entry.relative).ok()?;
+            file.take(MAX_DOC_BYTES).read_to_end(&mut bytes).ok()?;
+            if looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+                return None;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            Some(Document {
+                sections: split_sections(&text),
+                file: entry.relative,
+            })
+        })
+        .collect()
+}
+
+/// Splits at ATX headings (`#` to `######`), ignoring `#` lines inside
+/// fenced code blocks. Text before the first heading is a section with an
+/// empty heading.
+fn split_sections(text: &str) -> Vec<Section> {
+    let mut sections = vec![Section {
+        heading: String::new(),
+        line: 1,
+        body: String::new(),
+    }];
+    let mut fence: Option<&str> = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(marker) = fence {
+            if trimmed.starts_with(marker) {
+                fence = None;
+            }
+        } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(&trimmed[..3]);
+        } else if let Some(heading) = atx_heading(line) {
+            sections.push(Section {
+                heading,
+                line: index as u64 + 1,
+                body: String::new(),
+            });
+            continue;
+        }
+        if let Some(section) = sections.last_mut() {
+            section.body.push_str(line);
+            section.body.push('\n');
+        }
+    }
+    if sections.len() > 1 && sections[0].body.trim().is_empty() {
+        sections.remove(0);
+    }
+    sections
+}
+
+fn atx_heading(line: &str) -> Option<String> {
+    if line.starts_with("    ") {
+        return None;
+    }
+    let trimmed = line.trim_start();
+    let level = trimmed.bytes().take_while(|b| *b == b'#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let rest = &trimmed[level..];
+    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')) {
+        return None;
+    }
+    let text = rest.trim().trim_end_matches('#').trim_end();
+    Some(text.to_string())
+}
+
+fn ranked_sections(documents: &[Document], query: &str) -> Vec<DocResult> {
+    let phrase = query.to_lowercase();
+    let words: Vec<&str> = phrase.split_whitespace().collect();
+    let mut scored: Vec<(u64, DocResult)> = Vec::new();
+    for document in documents {
+        for section in &document.sections {
+            let heading = section.heading.to_lowercase();
+            let body = section.body.to_lowercase();
+            let Some(score) = score(&heading, &body, &phrase, &words) else {
+                continue;
+            };
+            let first_hit = body
+                .find(&phrase)
+                .or_else(|| words.iter().filter_map(|w| body.find(w)).min());
+            scored.push((
+                score,
+                DocResult {
+                    file: document.file.clone(),
+                    heading: if section.heading.is_empty() {
+                        file_stem(&document.file)
+                    } else {
+                        section.heading.clone()
+                    },
+                    snippet: snippet(&section.body, &body, first_hit),
+                    line: section.line,
+                    path: None,
+                },
+            ));
+        }
+    }
+    // Stable: equal scores keep document order (path, then line).
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| path_order(&a.1.file, &b.1.file))
+            .then_with(|| a.1.line.cmp(&b.1.line))
+    });
+    scored.into_iter().map(|(_, result)| result).collect()
+}
+
+/// `None` when the section does not match at all.
+fn score(heading: &str, body: &str, phrase: &str, words: &[&str]) -> Option<u64> {
+    let in_heading = heading.contains(phrase);
+    let in_body = body.matches(phrase).count() as u64;
+    if in_heading || in_body > 0 {
+        let heading_score = match (in_heading, heading.trim() == phrase) {
+            (true, true) => 150,
+            (true, false) => 100,
+            _ => 0,
+        };
+        return Some(heading_score + 10 * in_body.min(10));
+    }
+    let all_words = words.len() > 1
+        && words
+            .iter()
+            .all(|word| heading.contains(word) || body.contains(word));
+    all_words.then(|| {
+        words
+            .iter()
+            .map(|word| if heading.contains(word) { 3 } else { 1 })
+            .sum()
+    })
+}
+
+/// Up to [`MAX_SNIPPET_CHARS`] of the section text, starting a little before
+/// the first hit when the hit lies further in.
+fn snippet(original: &str, lowered: &str, first_hit: Option<usize>) -> String {
+    let text = original.trim();
+    let skipped_chars = original.len() - original.trim_start().len();
+    let hit_char = first_hit
+        .map(|byte| lowered[..byte.min(lowered.len())].chars().count())
+        .unwrap_or(0)
+        .saturating_sub(skipped_chars);
+    let start = if hit_char > MAX_SNIPPET_CHARS / 2 {
+        hit_char - MAX_SNIPPET_CHARS / 4
+    } else {
+        0
+    };
+    text.chars().skip(start).take(MAX_SNIPPET_CHARS).collect()
+}
+
+fn file_stem(file: &str) -> String {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    name.rsplit_once('.')
+        .map_or(name, |(stem, _)| stem)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Overrides};
+    use std::fs;
+
+    const ARCHITECTURE: &str = "# Architecture\n\nIntro text.\n\n## Security\n\nEvery path goes through one gate.\n\n```sh\n# not a heading\n```\n\n## Whitelist\n\nOnly whitelisted checks run. The whitelist is operator-owned.\n";
+
+    fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let config = Config::load(Overrides::default()).unwrap();
+        let project = Project::open(&config, root).unwrap();
+        (dir, project)
+    }
+
+    fn query(project: &Project, q: Option<&str>, max: usize) -> DocsOutput {
+        get_docs(
+            project,
+            &DocsInput {
+                query: q.map(String::from),
+                max_results: max,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn finds_sections_by_heading_first() {
+        let (_d, project) = project(&[
+            ("docs/architecture.md", ARCHITECTURE),
+            (
+                "docs/guide/usage.md",
+                "# Usage\n\nSee the security notes.\n",
+            ),
+            ("docs/notes.txt", "security"),
+        ]);
+        let out = query(&project, Some("SECURITY"), 10);
+        let headings: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.file.as_str(), r.heading.as_str()))
+            .collect();
+        assert_eq!(
+            headings,
+            vec![("architecture.md", "Security"), ("guide/usage.md", "Usage")]
+        );
+        assert_eq!(out.results[0].line, 5);
+        assert!(
+            out.results[0]
+                .snippet
+                .starts_with("Every path goes through one gate.")
+        );
+        assert_eq!(out.results[0].path.as_deref(), Some("docs/architecture.md"));
+        assert_eq!(out.count, 2);
+        assert!(!out.truncated);
+    }
+
+    #[test]
+    fn ranks_more_occurrences_higher_and_truncates() {
+        let (_d, project) = project(&[("docs/architecture.md", ARCHITECTURE)]);
+        let out = query(&project, Some("whitelist"), 10);
+        assert_eq!(out.results[0].heading, "Whitelist");
+        let out = query(&project, Some("gate checks"), 10);
+        assert_eq!(out.count, 0, "words in different sections do not match");
+        let out = query(&project, Some("a"), 1);
+        assert_eq!(out.count, 1);
+        assert!(out.truncated);
+    }
+
+    #[test]
+    fn code_fences_do_not_split_sections() {
+        let sections = split_sections(ARCHITECTURE);
+        let headings: Vec<_> = sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(headings, vec!["Architecture", "Security", "Whitelist"]);
+    }
+
+    #[test]
+    fn lists_documents_without_a_query() {
+        let (_d, project) = project(&[
+            ("docs/b.md", "No heading here, just text.\n"),
+            ("docs/a/architecture.md", ARCHITECTURE),
+        ]);
+        let out = query(&project, None, 10);
+        let files: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.file.as_str(), r.heading.as_str()))
+            .collect();
+        assert_eq!(
+            files,
+            vec![("a/architecture.md", "Architecture"), ("b.md", "b")]
+        );
+        assert!(out.query.is_none());
+    }
+
+    #[test]
+    fn long_sections_are_cut_around_the_hit() {
+        let body = format!("# Big\n\n{}needle{}\n", "x".repeat(2000), "y".repeat(2000));
+        let (_d, project) = project(&[("docs/big.md", &body)]);
+        let out = query(&project, Some("needle"), 10);
+        let snippet = &out.results[0].snippet;
+        assert!(snippet.chars().count() <= MAX_SNIPPET_CHARS);
+        assert!(snippet.contains("needle"));
+    }
+
+    #[test]
+    fn missing_docs_folder_is_a_clear_error() {
+        let (_d, project) = project(&[("README.md", "# x")]);
+        let error = get_docs(
+            &project,
+            &DocsInput {
+                query: None,
+                max_results: 10,
+            },
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("no docs folder"), "{error}");
+    }
+
+    #[test]
+    fn secrets_in_docs_are_not_served() {
+        let (_d, project) = project(&[("docs/ok.md", "# Ok\n"), ("docs/.env", "# secret")]);
+        let out = query(&project, Some("secret"), 10);
+        assert_eq!(out.count, 0);
+    }
 }

@@ -35,6 +35,7 @@ fn default_max_entries() -> usize {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct ListEntry {
     /// The entry's own name.
     pub name: String,

@@ -16,6 +16,7 @@ use crate::security::PathError;
 /// constant so that callers cannot forget it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum Status {
     #[default]
     Success,

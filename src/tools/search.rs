@@ -35,6 +35,7 @@ pub const MAX_LINE_CHARS: usize = 300;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum OutputMode {
     /// Matching lines as `matches`.
     #[default]
@@ -86,6 +87,7 @@ fn default_true() -> bool {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct SearchMatch {
     /// Path relative to the project root.
     pub file: String,
@@ -102,6 +104,7 @@ pub struct SearchMatch {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct FileCount {
     pub file: String,
     /// Number of matching lines in the file.
