@@ -26,49 +26,24 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
-    /// The only directory the file tools may touch [default: the client's first root, else the working directory]
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "MCP_PROJECT_HELPER_ROOT",
-        global = true
-    )]
+    /// The only directory the file tools may touch [default: the client's first root, else the working directory] [env: MCP_PROJECT_HELPER_ROOT or PROJECT_ROOT]
+    #[arg(long, value_name = "DIR", global = true)]
     pub root: Option<PathBuf>,
 
-    /// Markdown folder that get_docs searches [default: <root>/docs]
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "MCP_PROJECT_HELPER_DOCS_ROOT",
-        global = true
-    )]
+    /// Markdown folder that get_docs searches [default: <root>/docs] [env: MCP_PROJECT_HELPER_DOCS_ROOT]
+    #[arg(long, value_name = "DIR", global = true)]
     pub docs: Option<PathBuf>,
 
-    /// Operator config file (TOML): checks, limits, extra deny globs
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "MCP_PROJECT_HELPER_CONFIG",
-        global = true
-    )]
+    /// Operator config file (TOML): checks, limits, extra deny globs [env: MCP_PROJECT_HELPER_CONFIG]
+    #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 
-    /// Also append log lines to this file
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "MCP_PROJECT_HELPER_LOG_FILE",
-        global = true
-    )]
+    /// Also append log lines to this file [env: MCP_PROJECT_HELPER_LOG_FILE]
+    #[arg(long, value_name = "FILE", global = true)]
     pub log_file: Option<PathBuf>,
 
-    /// DEBUG, INFO, WARNING, ERROR or CRITICAL (any case) [default: INFO]
-    #[arg(
-        long,
-        value_name = "LEVEL",
-        env = "MCP_PROJECT_HELPER_LOG_LEVEL",
-        global = true
-    )]
+    /// DEBUG, INFO, WARNING, ERROR or CRITICAL (any case) [default: INFO] [env: MCP_PROJECT_HELPER_LOG_LEVEL]
+    #[arg(long, value_name = "LEVEL", global = true)]
     pub log_level: Option<String>,
 }
 
@@ -99,20 +74,35 @@ pub enum Host {
 }
 
 impl ServerArgs {
+    /// Flags win over environment variables; an empty variable counts as
+    /// unset (editors often write `"VAR": ""`). `PROJECT_ROOT` is the
+    /// prototype's name for the root.
     pub fn overrides(&self) -> Overrides {
-        // PROJECT_ROOT is the prototype's name for the root; clap reads only
-        // the primary variable, so the alias is consulted here.
-        let root = self.root.clone().or_else(|| {
-            std::env::var_os("PROJECT_ROOT")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        });
         Overrides {
-            root,
-            docs: self.docs.clone(),
-            config_file: self.config.clone(),
-            log_file: self.log_file.clone(),
-            log_level: self.log_level.clone(),
+            root: self.root.clone().or_else(|| {
+                env_value("MCP_PROJECT_HELPER_ROOT")
+                    .or_else(|| env_value("PROJECT_ROOT"))
+                    .map(PathBuf::from)
+            }),
+            docs: self
+                .docs
+                .clone()
+                .or_else(|| env_value("MCP_PROJECT_HELPER_DOCS_ROOT").map(PathBuf::from)),
+            config_file: self
+                .config
+                .clone()
+                .or_else(|| env_value("MCP_PROJECT_HELPER_CONFIG").map(PathBuf::from)),
+            log_file: self
+                .log_file
+                .clone()
+                .or_else(|| env_value("MCP_PROJECT_HELPER_LOG_FILE").map(PathBuf::from)),
+            log_level: self.log_level.clone().or_else(|| {
+                env_value("MCP_PROJECT_HELPER_LOG_LEVEL").map(|v| v.to_string_lossy().into_owned())
+            }),
         }
     }
+}
+
+fn env_value(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
 }
