@@ -8,8 +8,9 @@ use std::time::Instant;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CacheScope, Implementation, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{
@@ -245,16 +246,20 @@ impl ProjectHelper {
             .collect()
     }
 
-    /// Asks the client for its roots when the operator fixed none; the first
-    /// `file://` root becomes the project root.
+    /// True when the root should come from the client: the operator fixed
+    /// none and the client offers roots.
+    fn wants_client_roots(&self, capabilities: &ClientCapabilities) -> bool {
+        self.config.root.is_none() && capabilities.roots.is_some()
+    }
+
+    /// Asks the client for its roots; the first usable `file://` root
+    /// becomes the project root.
     fn refresh_roots(&self, peer: Peer<RoleServer>) {
-        if self.config.root.is_some() {
-            return;
-        }
-        let supports_roots = peer
+        let wanted = peer
             .peer_info()
-            .is_some_and(|info| info.capabilities.roots.is_some());
-        if !supports_roots {
+            .is_some_and(|info| self.wants_client_roots(&info.capabilities));
+        if !wanted {
+            self.project.set_resolving(false);
             return;
         }
         self.project.set_resolving(true);
@@ -333,6 +338,20 @@ impl ServerHandler for ProjectHelper {
             ttl_ms: stateless.then_some(0),
             cache_scope: stateless.then_some(CacheScope::Public),
         })
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Tool calls may overtake the `initialized` notification, so they
+        // must start waiting for the roots answer from here on.
+        if self.wants_client_roots(&request.capabilities) {
+            self.project.set_resolving(true);
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

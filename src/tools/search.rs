@@ -32,6 +32,10 @@ pub const MAX_CONTEXT_LINES: usize = 10;
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Matched and context lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
+/// Characters of line text (matches plus context) one answer may carry:
+/// 200 matches with 10 lines of context each would otherwise exceed what a
+/// client can take in one result. A page cut by it says `truncated`.
+pub const MAX_TEXT_CHARS: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -452,8 +456,19 @@ fn assemble(
     match input.output_mode {
         OutputMode::Content => {
             let all: Vec<SearchMatch> = hits.into_iter().flat_map(|h| h.matches).collect();
-            let (skip, take, truncated) = page(all.len());
-            let matches: Vec<SearchMatch> = all.into_iter().skip(skip).take(take).collect();
+            let (skip, take, mut truncated) = page(all.len());
+            let mut budget = MAX_TEXT_CHARS;
+            let mut matches = Vec::new();
+            for found in all.into_iter().skip(skip).take(take) {
+                let size = text_chars(&found);
+                // The first match always fits: it is at most 21 cut lines.
+                if size > budget && !matches.is_empty() {
+                    truncated = true;
+                    break;
+                }
+                budget = budget.saturating_sub(size);
+                matches.push(found);
+            }
             output.count = matches.len();
             output.truncated = truncated;
             output.matches = Some(matches);
@@ -479,6 +494,17 @@ fn assemble(
         }
     }
     output
+}
+
+fn text_chars(found: &SearchMatch) -> usize {
+    let context = |lines: &Option<Vec<String>>| {
+        lines
+            .iter()
+            .flatten()
+            .map(|line| line.chars().count())
+            .sum::<usize>()
+    };
+    found.text.chars().count() + context(&found.before) + context(&found.after)
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {
@@ -701,6 +727,21 @@ mod tests {
             Some(&["x = apply(1)".to_string()][..])
         );
         assert_eq!(hit.after.as_deref(), Some(&["apply(3)".to_string()][..]));
+    }
+
+    #[test]
+    fn large_answers_stop_at_the_text_budget() {
+        let line = "x".repeat(MAX_LINE_CHARS * 2);
+        let text: String = (0..400).map(|_| format!("{line}\n")).collect();
+        let (_d, gate) = project(&[("wide.txt", &text)]);
+        let mut query = input("x");
+        query.max_results = 200;
+        query.context_lines = 10;
+        let out = search(&gate, &query).unwrap();
+        assert!(out.truncated);
+        assert!(out.count < 200 && out.count > 0);
+        let total: usize = out.matches.as_ref().unwrap().iter().map(text_chars).sum();
+        assert!(total <= MAX_TEXT_CHARS, "{total}");
     }
 
     #[test]
