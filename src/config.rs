@@ -195,12 +195,50 @@ struct OperatorFile {
     deny: DenyEntry,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged, expecting = "an argv array, a table with `argv`, or `false`")]
+#[derive(Debug)]
 enum CheckEntry {
     Enabled(bool),
     Argv(Vec<String>),
     Long(LongCheck),
+}
+
+/// Chosen by the TOML type rather than `#[serde(untagged)]`, so that an
+/// error inside the long form (an unknown key, a wrong type) keeps its own
+/// line and key instead of becoming a generic "no variant matched".
+impl<'de> Deserialize<'de> for CheckEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntryVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+            type Value = CheckEntry;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("an argv array, a table with `argv`, or `false`")
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<CheckEntry, E> {
+                Ok(CheckEntry::Enabled(value))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<CheckEntry, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(CheckEntry::Argv)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<CheckEntry, A::Error> {
+                LongCheck::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(CheckEntry::Long)
+            }
+        }
+
+        deserializer.deserialize_any(EntryVisitor)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -428,6 +466,23 @@ globs = ["*.secret", "private/**"]
         let error = parse("[server]\nport = 1\n").unwrap_err();
         assert!(error.contains("server"), "{error}");
         assert!(error.contains("line 1"), "{error}");
+    }
+
+    #[test]
+    fn errors_inside_a_long_check_name_their_line_and_key() {
+        let error = parse(
+            "[checks]\ntests = [\"cargo\"]\n[checks.lint]\nargv = [\"cargo\"]\ntimeout = 5\n",
+        )
+        .unwrap_err();
+        assert!(error.contains("line 5"), "{error}");
+        assert!(error.contains("timeout"), "{error}");
+        let error = parse("[checks.lint]\nargv = [\"cargo\"]\nenv = { A = 1 }\n").unwrap_err();
+        assert!(error.contains("line 3"), "{error}");
+        let error = parse("[checks]\nlint = [\"cargo\", 7]\n").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+        let error = parse("[checks]\nlint = \"cargo clippy\"\n").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+        assert!(error.contains("an argv array"), "{error}");
     }
 
     #[test]

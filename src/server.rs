@@ -8,9 +8,9 @@ use std::time::Instant;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CacheScope, ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, canonical_dir};
 use crate::project::{Project, ProjectSlot};
-use crate::tools::check::{CheckInput, CheckOutput};
+use crate::tools::check::{CheckEnd, CheckInput, CheckOutput, CheckProgress};
 use crate::tools::docs::{DocsInput, DocsOutput};
 use crate::tools::find::{FindInput, FindOutput};
 use crate::tools::list::{ListInput, ListOutput};
@@ -170,28 +170,102 @@ impl ProjectHelper {
 
     #[tool(
         name = "run_project_check",
-        description = "Run one whitelisted project check (such as the test suite) by name and return exit_code, passed, duration_ms and the end of stdout/stderr. Only the names listed in this tool's input schema exist; no other command can be run.",
+        description = "Run one whitelisted project check (such as the test suite) by name and return exit_code, passed, duration_ms and the end of stdout/stderr. Only the names listed in this tool's input schema exist; no other command can be run. One check runs at a time; progress notifications report the latest output line. A check that exceeds its timeout is killed and returns status 'error'.",
         annotations(
             title = "Run project check",
             read_only_hint = false,
             destructive_hint = false,
             open_world_hint = false
         ),
-        meta = result_size_meta(200_000)
+        meta = result_size_meta(200_000),
+        output_schema = rmcp::handler::server::common::schema_for_output::<CheckOutput>()
     )]
     async fn run_project_check(
         &self,
         Parameters(input): Parameters<CheckInput>,
-    ) -> Result<Json<CheckOutput>, String> {
-        let params = format!("check_name={:?}", input.check_name);
-        self.call(
-            "run_project_check",
-            params,
-            |_| String::new(),
-            move |p| p.checks.run(&input),
-        )
-        .await
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = Instant::now();
+        let name = input.check_name;
+        let project = self.project.get().await;
+
+        // Progress goes through one forwarding task so notifications keep
+        // their order.
+        let (progress_tx, mut progress_rx) =
+            tokio::sync::mpsc::unbounded_channel::<CheckProgress>();
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(update) = progress_rx.recv().await {
+                    let param =
+                        ProgressNotificationParam::new(token.clone(), update.elapsed_seconds)
+                            .with_message(update.message);
+                    let _ = peer.notify_progress(param).await;
+                }
+            })
+        });
+        let end = project
+            .checks
+            .run(
+                &name,
+                |update| {
+                    if forwarder.is_some() {
+                        let _ = progress_tx.send(update);
+                    }
+                },
+                context.ct.cancelled(),
+            )
+            .await;
+        drop(progress_tx);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let check_name = name.as_str();
+        match end {
+            Ok(CheckEnd::Completed(output)) => {
+                let exit_code = output
+                    .exit_code
+                    .map_or_else(|| "none".to_string(), |code| code.to_string());
+                tracing::info!(tool = "run_project_check", check_name, status = "success", %exit_code, passed = output.passed, duration_ms, "tool call");
+                Ok(CallToolResult::structured(to_json(&output)))
+            }
+            Ok(CheckEnd::TimedOut(output)) => {
+                tracing::info!(
+                    tool = "run_project_check",
+                    check_name,
+                    status = "timeout",
+                    duration_ms,
+                    "tool call"
+                );
+                Ok(CallToolResult::structured_error(to_json(&output)))
+            }
+            Ok(CheckEnd::Cancelled) => {
+                tracing::info!(
+                    tool = "run_project_check",
+                    check_name,
+                    status = "cancelled",
+                    duration_ms,
+                    "tool call"
+                );
+                // rmcp drops the answer to a cancelled request.
+                Err(ErrorData::internal_error("request cancelled", None))
+            }
+            Err(error) => {
+                tracing::info!(tool = "run_project_check", check_name, status = "error", error = %error, duration_ms, "tool call");
+                Ok(CallToolResult::error(vec![ContentBlock::text(
+                    error.to_string(),
+                )]))
+            }
+        }
     }
+}
+
+/// A tool output as JSON; the output types serialize infallibly.
+fn to_json<T: serde::Serialize>(output: &T) -> Value {
+    serde_json::to_value(output)
+        .unwrap_or_else(|error| json!({"status": "error", "error": error.to_string()}))
 }
 
 impl ProjectHelper {
@@ -367,12 +441,18 @@ impl ServerHandler for ProjectHelper {
 /// described, so the model never has to guess.
 fn check_input_schema(project: &Project) -> serde_json::Map<String, Value> {
     let names = project.checks.names();
+    let runs = project
+        .checks
+        .summaries()
+        .into_iter()
+        .map(|(name, command)| format!("'{name}' runs `{command}`"))
+        .collect::<Vec<_>>();
     let mut check_name = json!({
         "type": "string",
         "description": if names.is_empty() {
             "No checks are configured for this project; calls will be refused.".to_string()
         } else {
-            format!("Name of the check to run. Available: {}.", names.join(", "))
+            format!("Name of the check to run. Available: {}.", runs.join("; "))
         },
     });
     if !names.is_empty() {
@@ -483,6 +563,8 @@ async fn serve(config: Config) -> i32 {
         Ok(reason) => tracing::info!(reason = ?reason, "client closed the session"),
         Err(error) => tracing::warn!(error = %error, "session ended abnormally"),
     }
+    // A check still running must not outlive the server.
+    crate::runner::kill_running_trees();
     0
 }
 

@@ -1,0 +1,694 @@
+//! The one process runner. It starts a program without a shell, in a given
+//! directory, with stdin closed, the server's environment plus extras; drains
+//! stdout and stderr concurrently while keeping only the end of each; and
+//! ends the whole process tree on exit, timeout or cancellation.
+//!
+//! A tree is a process group on Unix and a Job object on Windows, so
+//! grandchildren (`sh -c 'sleep 100 & sleep 100'`) die with their parent.
+//! On Linux the server also becomes a child subreaper, so orphaned
+//! grandchildren are reaped here and never linger as zombies under an init
+//! that does not reap.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use process_wrap::tokio::CommandWrap;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::task::JoinHandle;
+
+/// How often `on_tick` is called while the program runs.
+const TICK: Duration = Duration::from_secs(1);
+/// How long to wait for the killed tree to be reaped and for the pipes to
+/// close. Only a process that left the tree (e.g. with `setsid`) and kept a
+/// pipe open can make this wait; the output captured so far is returned.
+const SETTLE: Duration = Duration::from_secs(3);
+/// Bytes read from a pipe at once.
+const READ_CHUNK: usize = 64 * 1024;
+/// Longest "last line" handed to `on_tick`.
+const LAST_LINE_CHARS: usize = 200;
+
+/// What to run. `program` is already resolved (see `tools::check`).
+#[derive(Debug, Clone, Copy)]
+pub struct RunRequest<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub cwd: &'a Path,
+    /// Added to (or overriding) the inherited environment.
+    pub env: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+    /// Characters kept from the end of each stream.
+    pub output_chars: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The program exited by itself; `None` when a signal ended it.
+    Exited {
+        code: Option<i32>,
+    },
+    TimedOut,
+    Cancelled,
+}
+
+/// The end of one output stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    pub text: String,
+    /// More was written than `text` holds.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub ending: Ending,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub duration: Duration,
+}
+
+/// Runs `request` until the program exits, the timeout passes or
+/// `cancelled` completes; in every case the whole tree is killed before this
+/// returns. `on_tick(elapsed, last_output_line)` is called once at the start
+/// and then about once a second. An error means the program could not be
+/// started.
+pub async fn run(
+    request: RunRequest<'_>,
+    cancelled: impl Future<Output = ()>,
+    mut on_tick: impl FnMut(Duration, Option<String>),
+) -> io::Result<RunOutcome> {
+    let mut command = CommandWrap::with_new(request.program, |command| {
+        command
+            .args(request.args)
+            .current_dir(request.cwd)
+            .envs(request.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    });
+    tree::prepare(&mut command);
+
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let guard = tree::Guard::new(child.as_ref());
+
+    let streams = Streams::new(request.output_chars);
+    let stdout_task = child
+        .stdout()
+        .take()
+        .map(|pipe| tokio::spawn(drain(pipe, streams.clone(), Stream::Stdout)));
+    let stderr_task = child
+        .stderr()
+        .take()
+        .map(|pipe| tokio::spawn(drain(pipe, streams.clone(), Stream::Stderr)));
+
+    let deadline = tokio::time::sleep(request.timeout);
+    tokio::pin!(deadline);
+    tokio::pin!(cancelled);
+    on_tick(Duration::ZERO, None);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    let ending = loop {
+        tokio::select! {
+            // Waits for the program itself (the tree's root); what it left
+            // behind is killed below. `Child::wait` is cancel-safe.
+            status = child.inner_mut().wait() => break Ending::Exited { code: exit_code(status) },
+            () = &mut deadline => break Ending::TimedOut,
+            () = &mut cancelled => break Ending::Cancelled,
+            _ = ticker.tick() => on_tick(started.elapsed(), streams.last_line()),
+        }
+    };
+    let duration = started.elapsed();
+
+    tree::kill_and_reap(&mut child).await;
+    guard.disarm();
+    for task in [stdout_task, stderr_task].into_iter().flatten() {
+        settle(task).await;
+    }
+    let (stdout, stderr) = streams.finish();
+    Ok(RunOutcome {
+        ending,
+        stdout,
+        stderr,
+        duration,
+    })
+}
+
+/// Kills every process tree that is still running. For server shutdown:
+/// `std::process::exit` does not run destructors. (On Windows the Job
+/// objects are closed with the process, which kills their trees.)
+pub fn kill_running_trees() {
+    tree::kill_all();
+}
+
+fn exit_code(status: io::Result<ExitStatus>) -> Option<i32> {
+    status.ok().and_then(|status| status.code())
+}
+
+/// Waits for a drain task; gives up after [`SETTLE`] (the pipe is held by a
+/// process outside the tree) and keeps what was read so far.
+async fn settle(task: JoinHandle<()>) {
+    let abort = task.abort_handle();
+    if tokio::time::timeout(SETTLE, task).await.is_err() {
+        abort.abort();
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout = 1,
+    Stderr = 2,
+}
+
+/// Both capture buffers, shared between the drain tasks and the ticker.
+#[derive(Debug, Clone)]
+struct Streams {
+    stdout: Arc<Mutex<OutputTail>>,
+    stderr: Arc<Mutex<OutputTail>>,
+    /// Which stream wrote last (0: none yet), for the progress message.
+    last_writer: Arc<AtomicU8>,
+}
+
+impl Streams {
+    fn new(max_chars: usize) -> Self {
+        Self {
+            stdout: Arc::new(Mutex::new(OutputTail::new(max_chars))),
+            stderr: Arc::new(Mutex::new(OutputTail::new(max_chars))),
+            last_writer: Arc::new(AtomicU8::new(0)),
+        }
+    }
+
+    fn tail(&self, stream: Stream) -> MutexGuard<'_, OutputTail> {
+        let tail = match stream {
+            Stream::Stdout => &self.stdout,
+            Stream::Stderr => &self.stderr,
+        };
+        // A panic while holding the lock cannot leave the buffer invalid.
+        tail.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn push(&self, stream: Stream, bytes: &[u8]) {
+        self.tail(stream).push(bytes);
+        self.last_writer.store(stream as u8, Ordering::Relaxed);
+    }
+
+    fn last_line(&self) -> Option<String> {
+        let stream = match self.last_writer.load(Ordering::Relaxed) {
+            1 => Stream::Stdout,
+            2 => Stream::Stderr,
+            _ => return None,
+        };
+        self.tail(stream).last_line()
+    }
+
+    fn finish(&self) -> (Captured, Captured) {
+        (
+            self.tail(Stream::Stdout).captured(),
+            self.tail(Stream::Stderr).captured(),
+        )
+    }
+}
+
+async fn drain(mut pipe: impl AsyncRead + Unpin, streams: Streams, stream: Stream) {
+    let mut buffer = vec![0u8; READ_CHUNK];
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => streams.push(stream, &buffer[..read]),
+        }
+    }
+}
+
+/// Keeps the last `max_chars` characters of a byte stream, decoded as UTF-8
+/// (invalid bytes become U+FFFD). Memory stays below about twice the limit
+/// however much is written: the front is dropped whenever the text grows
+/// past `2 * max_chars`.
+#[derive(Debug)]
+pub struct OutputTail {
+    max_chars: usize,
+    text: String,
+    /// Characters in `text`.
+    chars: usize,
+    /// An incomplete UTF-8 sequence at the end of the last chunk.
+    pending: Vec<u8>,
+    truncated: bool,
+}
+
+impl OutputTail {
+    pub fn new(max_chars: usize) -> Self {
+        Self {
+            max_chars,
+            text: String::new(),
+            chars: 0,
+            pending: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        let joined;
+        let mut rest = if self.pending.is_empty() {
+            bytes
+        } else {
+            let mut buffer = std::mem::take(&mut self.pending);
+            buffer.extend_from_slice(bytes);
+            joined = buffer;
+            &joined[..]
+        };
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    self.append(text);
+                    return;
+                }
+                Err(error) => {
+                    let (valid, after) = rest.split_at(error.valid_up_to());
+                    // from_utf8 vouched for this prefix.
+                    self.append(std::str::from_utf8(valid).unwrap_or_default());
+                    match error.error_len() {
+                        Some(invalid) => {
+                            self.append("\u{FFFD}");
+                            rest = &after[invalid..];
+                        }
+                        None => {
+                            self.pending = after.to_vec();
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn append(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.text.push_str(text);
+        self.chars += text.chars().count();
+        if self.chars > 2 * self.max_chars {
+            self.keep_last(self.max_chars);
+        }
+    }
+
+    fn keep_last(&mut self, max_chars: usize) {
+        if self.chars <= max_chars {
+            return;
+        }
+        let drop = self.chars - max_chars;
+        let cut = self
+            .text
+            .char_indices()
+            .nth(drop)
+            .map_or(self.text.len(), |(index, _)| index);
+        self.text.drain(..cut);
+        self.chars = max_chars;
+        self.truncated = true;
+    }
+
+    /// The last non-blank line (after the last `\r`, so progress bars show
+    /// their latest state), shortened for a progress message.
+    pub fn last_line(&self) -> Option<String> {
+        let line = self.text.trim_end().rsplit('\n').next()?;
+        let line = line.rsplit('\r').next()?.trim();
+        if line.is_empty() {
+            return None;
+        }
+        Some(line.chars().take(LAST_LINE_CHARS).collect())
+    }
+
+    /// The kept end of the stream; an incomplete sequence at the very end
+    /// counts as one invalid character.
+    pub fn captured(&mut self) -> Captured {
+        if !self.pending.is_empty() {
+            self.pending.clear();
+            self.append("\u{FFFD}");
+        }
+        self.keep_last(self.max_chars);
+        Captured {
+            text: self.text.clone(),
+            truncated: self.truncated,
+        }
+    }
+}
+
+#[cfg(unix)]
+mod tree {
+    //! Unix: the program leads a new process group; killing the group
+    //! kills the tree.
+
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+
+    /// Process groups started and not yet reaped, by guard id.
+    static RUNNING: Mutex<Option<HashMap<u64, i32>>> = Mutex::new(None);
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+    pub fn prepare(command: &mut CommandWrap) {
+        become_subreaper();
+        command.wrap(ProcessGroup::leader());
+    }
+
+    #[cfg(target_os = "linux")]
+    fn become_subreaper() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer
+            // argument and touches no memory of ours.
+            let result = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            if result != 0 {
+                tracing::warn!(
+                    error = %std::io::Error::last_os_error(),
+                    "cannot become a child subreaper; orphaned check processes are left to init"
+                );
+            }
+        });
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn become_subreaper() {}
+
+    fn running() -> std::sync::MutexGuard<'static, Option<HashMap<u64, i32>>> {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn kill_group(pgid: i32) {
+        // SAFETY: killpg only sends a signal; it touches no memory of ours.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+
+    /// Reaps the killed members of `pgid` that are our children (as
+    /// subreaper, the orphans too), so none is left as a zombie. Bounded:
+    /// SIGKILL cannot be ignored, so they die at once.
+    fn reap_group(pgid: i32, deadline: Instant) {
+        while Instant::now() < deadline {
+            let mut status = 0;
+            // SAFETY: waitpid writes only to `status`, a local.
+            match unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) } {
+                0 => std::thread::sleep(Duration::from_millis(5)),
+                -1 if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) => {
+                    return; // ECHILD: nothing of ours is left in the group
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Registers a running group so that shutdown (or dropping the run
+    /// future) kills it.
+    pub struct Guard {
+        id: Option<u64>,
+    }
+
+    impl Guard {
+        pub fn new(child: &dyn ChildWrapper) -> Self {
+            let Some(pgid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+                return Self { id: None };
+            };
+            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            running().get_or_insert_with(HashMap::new).insert(id, pgid);
+            Self { id: Some(id) }
+        }
+
+        /// The tree was killed and reaped: nothing left to do.
+        pub fn disarm(mut self) {
+            if let Some(id) = self.id.take()
+                && let Some(map) = running().as_mut()
+            {
+                map.remove(&id);
+            }
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if let Some(id) = self.id.take()
+                && let Some(pgid) = running().as_mut().and_then(|map| map.remove(&id))
+            {
+                kill_group(pgid);
+            }
+        }
+    }
+
+    pub fn kill_all() {
+        let groups: Vec<i32> = running()
+            .as_mut()
+            .map(|map| map.drain().map(|(_, pgid)| pgid).collect())
+            .unwrap_or_default();
+        for &pgid in &groups {
+            kill_group(pgid);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for pgid in groups {
+            reap_group(pgid, deadline);
+        }
+    }
+
+    /// Kills what is left of the group and reaps it: the program and, as
+    /// subreaper, the orphans it left behind.
+    pub async fn kill_and_reap(child: &mut Box<dyn ChildWrapper>) {
+        // The group may already be empty (ESRCH): nothing to kill then.
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(super::SETTLE, child.wait()).await;
+    }
+}
+
+#[cfg(windows)]
+mod tree {
+    //! Windows: the program runs in a Job object; terminating the job kills
+    //! the tree, and closing its handle (also when the server exits) does
+    //! too.
+
+    use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject, KillOnDrop};
+
+    pub fn prepare(command: &mut CommandWrap) {
+        command.wrap(JobObject);
+        command.wrap(KillOnDrop);
+    }
+
+    pub struct Guard;
+
+    impl Guard {
+        pub fn new(_child: &dyn ChildWrapper) -> Self {
+            Self
+        }
+
+        pub fn disarm(self) {}
+    }
+
+    pub fn kill_all() {}
+
+    pub async fn kill_and_reap(child: &mut Box<dyn ChildWrapper>) {
+        let _ = child.start_kill();
+        // Wait for the program itself only: the job's own wait can block on
+        // completion messages that never come.
+        let _ = tokio::time::timeout(super::SETTLE, child.inner_mut().wait()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(max_chars: usize, chunks: &[&[u8]]) -> Captured {
+        let mut tail = OutputTail::new(max_chars);
+        for chunk in chunks {
+            tail.push(chunk);
+        }
+        tail.captured()
+    }
+
+    #[test]
+    fn short_output_is_kept_whole() {
+        let result = captured(10, &[b"abc", b"def"]);
+        assert_eq!(result.text, "abcdef");
+        assert!(!result.truncated);
+    }
+
+    #[test]
+    fn exact_limit_is_not_truncated() {
+        let result = captured(6, &[b"abc", b"def"]);
+        assert_eq!(result.text, "abcdef");
+        assert!(!result.truncated);
+    }
+
+    #[test]
+    fn keeps_the_end_on_a_character_boundary() {
+        let result = captured(3, &["aé日本".as_bytes(), "語x".as_bytes()]);
+        assert_eq!(result.text, "本語x");
+        assert!(result.truncated);
+    }
+
+    #[test]
+    fn multibyte_characters_split_across_chunks_survive() {
+        let bytes = "日本".as_bytes();
+        let result = captured(10, &[&bytes[..1], &bytes[1..4], &bytes[4..]]);
+        assert_eq!(result.text, "日本");
+    }
+
+    #[test]
+    fn invalid_bytes_become_replacement_characters() {
+        let result = captured(10, &[b"a\xffb", b"\xe6"]);
+        assert_eq!(result.text, "a\u{FFFD}b\u{FFFD}");
+    }
+
+    #[test]
+    fn memory_stays_bounded_for_a_flood() {
+        let mut tail = OutputTail::new(100);
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..160 {
+            tail.push(&chunk);
+            assert!(tail.text.len() <= 2 * 100 + chunk.len());
+        }
+        tail.push(b"the end\n");
+        let result = tail.captured();
+        assert_eq!(result.text.chars().count(), 100);
+        assert!(result.text.ends_with("the end\n"));
+        assert!(result.truncated);
+    }
+
+    #[test]
+    fn last_line_skips_blank_lines_and_carriage_returns() {
+        let mut tail = OutputTail::new(1000);
+        tail.push(b"collecting\n 10%\r 55%\r\n\n");
+        assert_eq!(tail.last_line().as_deref(), Some("55%"));
+        assert_eq!(OutputTail::new(10).last_line(), None);
+    }
+
+    #[cfg(unix)]
+    mod processes {
+        use super::*;
+
+        fn sh(script: &str) -> Vec<String> {
+            vec!["-c".to_string(), script.to_string()]
+        }
+
+        async fn run_sh(
+            script: &str,
+            timeout: Duration,
+            cancelled: impl Future<Output = ()>,
+        ) -> (RunOutcome, usize) {
+            let args = sh(script);
+            let env = BTreeMap::from([("RUNNER_TEST".to_string(), "extra".to_string())]);
+            let cwd = std::env::temp_dir();
+            let request = RunRequest {
+                program: Path::new("/bin/sh"),
+                args: &args,
+                cwd: &cwd,
+                env: &env,
+                timeout,
+                output_chars: 1000,
+            };
+            let mut ticks = 0;
+            let outcome = run(request, cancelled, |_, _| ticks += 1)
+                .await
+                .expect("sh starts");
+            (outcome, ticks)
+        }
+
+        fn is_gone(pid: i32) -> bool {
+            // SAFETY: signal 0 only checks that the process exists.
+            unsafe { libc::kill(pid, 0) != 0 }
+        }
+
+        #[tokio::test]
+        async fn reports_exit_code_streams_and_extra_env() {
+            let (outcome, ticks) = run_sh(
+                "echo out $RUNNER_TEST; echo err >&2; exit 3",
+                Duration::from_secs(30),
+                std::future::pending(),
+            )
+            .await;
+            assert_eq!(outcome.ending, Ending::Exited { code: Some(3) });
+            assert_eq!(outcome.stdout.text, "out extra\n");
+            assert_eq!(outcome.stderr.text, "err\n");
+            assert!(ticks >= 1, "the first tick comes at the start");
+        }
+
+        #[tokio::test]
+        async fn stdin_is_closed() {
+            let (outcome, _) = run_sh(
+                "cat; echo read-all",
+                Duration::from_secs(30),
+                std::future::pending(),
+            )
+            .await;
+            assert_eq!(outcome.stdout.text, "read-all\n");
+        }
+
+        #[tokio::test]
+        async fn timeout_kills_and_reaps_the_grandchild() {
+            let (outcome, _) = run_sh(
+                "sleep 60 & echo $!; sleep 60",
+                Duration::from_secs(1),
+                std::future::pending(),
+            )
+            .await;
+            assert_eq!(outcome.ending, Ending::TimedOut);
+            let grandchild: i32 = outcome.stdout.text.trim().parse().expect("pid printed");
+            assert!(is_gone(grandchild), "grandchild {grandchild} survived");
+        }
+
+        #[tokio::test]
+        async fn cancellation_kills_the_tree() {
+            let (outcome, _) = run_sh(
+                "sleep 60 & echo $!; sleep 60",
+                Duration::from_secs(60),
+                tokio::time::sleep(Duration::from_secs(1)),
+            )
+            .await;
+            assert_eq!(outcome.ending, Ending::Cancelled);
+            let grandchild: i32 = outcome.stdout.text.trim().parse().expect("pid printed");
+            assert!(is_gone(grandchild), "grandchild {grandchild} survived");
+        }
+
+        #[tokio::test]
+        async fn leftovers_are_killed_when_the_program_exits() {
+            let (outcome, _) = run_sh(
+                "sleep 60 >/dev/null 2>&1 & echo $!",
+                Duration::from_secs(60),
+                std::future::pending(),
+            )
+            .await;
+            assert_eq!(outcome.ending, Ending::Exited { code: Some(0) });
+            let grandchild: i32 = outcome.stdout.text.trim().parse().expect("pid printed");
+            assert!(
+                is_gone(grandchild),
+                "background process {grandchild} survived"
+            );
+        }
+
+        #[tokio::test]
+        async fn a_missing_program_is_an_error_not_a_panic() {
+            let env = BTreeMap::new();
+            let cwd = std::env::temp_dir();
+            let request = RunRequest {
+                program: Path::new("/definitely/not/a/program"),
+                args: &[],
+                cwd: &cwd,
+                env: &env,
+                timeout: Duration::from_secs(5),
+                output_chars: 10,
+            };
+            assert!(
+                run(request, std::future::pending(), |_, _| {})
+                    .await
+                    .is_err()
+            );
+        }
+    }
+}
