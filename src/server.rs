@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CacheScope, CallToolResult, ClientCapabilities, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{
@@ -392,6 +394,37 @@ impl ServerHandler for ProjectHelper {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    /// The router's own answer, plus a log line for calls rejected before
+    /// any tool ran (unknown tool, arguments of the wrong type).
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let tool = request.name.to_string();
+        let answer = self
+            .tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await;
+        let rejected = match &answer {
+            Err(error) => Some(error.message.to_string()),
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text())
+                .map(|t| t.text.as_str())
+                .find(|text| text.starts_with("failed to deserialize parameters"))
+                .map(str::to_string),
+            Ok(_) => None,
+        };
+        if let Some(error) = rejected {
+            let duration_ms = started.elapsed().as_millis() as u64;
+            tracing::info!(tool = ?tool, status = "rejected", error = ?error, duration_ms, "tool call");
+        }
+        answer
     }
 
     async fn list_tools(

@@ -31,6 +31,7 @@ pub struct DocsInput {
     pub query: Option<String>,
     /// Maximum number of results: default 10, at most 50.
     #[serde(default = "default_max_results")]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub max_results: usize,
 }
 

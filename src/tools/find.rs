@@ -20,6 +20,7 @@ pub struct FindInput {
     pub path: String,
     /// Maximum number of paths to return (default 200, at most 1000).
     #[serde(default = "default_max_results")]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub max_results: usize,
 }
 

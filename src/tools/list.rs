@@ -18,9 +18,11 @@ pub struct ListInput {
     pub path: String,
     /// How many levels to descend, 1 to 5 (1 = direct children only). Values outside are clamped.
     #[serde(default = "default_depth")]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub depth: u32,
     /// Maximum number of entries to return (default 500, at most 2000).
     #[serde(default = "default_max_entries")]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub max_entries: usize,
 }
 

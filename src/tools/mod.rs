@@ -48,6 +48,12 @@ impl ToolError {
     }
 }
 
+/// Input counts and limits as a plain non-negative `integer`, without
+/// schemars' `uint`/`uint64` formats, which some clients do not know.
+pub fn whole_number_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "minimum": 0})
+}
+
 /// Cuts `text` to at most `max_chars` characters, on a character boundary.
 /// Returns the cut text and whether anything was removed.
 pub fn cut_chars(text: &str, max_chars: usize) -> (&str, bool) {

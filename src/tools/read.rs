@@ -19,11 +19,18 @@ pub struct ReadInput {
     /// File path relative to the project root, with `/` separators, e.g. `src/main.rs`.
     pub path: String,
     /// First line to return, 1-based and inclusive. Omit to start at line 1.
-    #[serde(default)]
+    #[schemars(schema_with = "line_number_schema")]
     pub start_line: Option<u64>,
     /// Last line to return, 1-based and inclusive. Omit to read to the end (content is capped at 200 KiB).
-    #[serde(default)]
+    #[schemars(schema_with = "line_number_schema")]
     pub end_line: Option<u64>,
+}
+
+/// A plain `integer` (not `["integer", "null"]`): clients that convert
+/// string arguments by the declared type, such as the MCP Inspector CLI,
+/// only recognise the plain form. Omitting the field means "no limit".
+fn line_number_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "minimum": 1})
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -59,6 +59,7 @@ pub struct SearchInput {
     pub path: String,
     /// Maximum number of results (matches, files or counts) to return: default 50, at most 200.
     #[serde(default = "default_max_results")]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub max_results: usize,
     /// Treat `query` as a Rust regex (e.g. `fn \w+_discount`). Default false: exact substring.
     #[serde(default)]
@@ -71,12 +72,14 @@ pub struct SearchInput {
     pub glob: Option<String>,
     /// Lines of context before and after each match, 0 to 10 (adds `before`/`after` arrays).
     #[serde(default)]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub context_lines: usize,
     /// `content` (default): matching lines; `files_with_matches`: file paths only; `count`: matches per file.
     #[serde(default)]
     pub output_mode: OutputMode,
     /// Skip this many results first, for paging (use with max_results).
     #[serde(default)]
+    #[schemars(schema_with = "super::whole_number_schema")]
     pub offset: usize,
 }
 
