@@ -70,6 +70,8 @@ pub enum PathError {
         "path '{0}' does not exist in the project; use list_project_directory or find_project_files to see what exists"
     )]
     NotFound(String),
+    #[error("path '{path}' cannot be resolved: {message}")]
+    Unreadable { path: String, message: String },
     #[error("invalid deny glob {glob:?}: {message}")]
     BadGlob { glob: String, message: String },
 }
@@ -116,7 +118,15 @@ impl PathGate {
             .fold(self.root.clone(), |path, part| path.join(part));
         let real = match dunce::canonicalize(&spelled) {
             Ok(real) => real,
-            Err(_) => return Err(self.missing_or_escape(&spelled, relative)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(self.missing_or_escape(&spelled, relative));
+            }
+            Err(error) => {
+                return Err(PathError::Unreadable {
+                    path: relative,
+                    message: error.to_string(),
+                });
+            }
         };
         let Some(real_relative) = self.relative_of(&real) else {
             return Err(PathError::SymlinkEscape(relative));

@@ -8,6 +8,7 @@ use std::time::Instant;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
     ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
@@ -396,8 +397,9 @@ impl ServerHandler for ProjectHelper {
         .with_instructions(INSTRUCTIONS)
     }
 
-    /// The router's own answer, plus a log line for calls rejected before
-    /// any tool ran (unknown tool, arguments of the wrong type).
+    /// The router's answer, except that arguments of the wrong shape get a
+    /// message naming the parameter; calls rejected before any tool ran
+    /// (unknown tool, bad arguments) are logged here.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -405,19 +407,19 @@ impl ServerHandler for ProjectHelper {
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         let tool = request.name.to_string();
-        let answer = self
+        let arguments = request.arguments.clone();
+        let mut answer = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
             .await;
-        let rejected = match &answer {
+        let rejected = match &mut answer {
             Err(error) => Some(error.message.to_string()),
-            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => result
-                .content
-                .iter()
-                .filter_map(|c| c.as_text())
-                .map(|t| t.text.as_str())
-                .find(|text| text.starts_with("failed to deserialize parameters"))
-                .map(str::to_string),
+            Ok(CallToolResponse::Complete(result)) if is_argument_error(result) => {
+                let message =
+                    describe_bad_arguments(&tool, arguments).unwrap_or_else(|| text_of(result));
+                result.content = vec![ContentBlock::text(message.clone())];
+                Some(message)
+            }
             Ok(_) => None,
         };
         if let Some(error) = rejected {
@@ -468,6 +470,47 @@ impl ServerHandler for ProjectHelper {
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         self.refresh_roots(context.peer);
     }
+}
+
+/// rmcp's marker for arguments that did not deserialize into the input type.
+fn is_argument_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true) && text_of(result).starts_with("failed to deserialize parameters")
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Deserializes the arguments again, tracking the path, so the model reads
+/// which parameter was wrong: serde's own message does not say.
+fn describe_bad_arguments(tool: &str, arguments: Option<JsonObject>) -> Option<String> {
+    fn first_error<T: serde::de::DeserializeOwned>(value: Value) -> Option<String> {
+        serde_path_to_error::deserialize::<_, T>(value)
+            .err()
+            .map(|error| match error.path().to_string().as_str() {
+                "." => error.inner().to_string(),
+                path => format!("parameter `{path}`: {}", error.inner()),
+            })
+    }
+    let value = Value::Object(arguments.unwrap_or_default());
+    let detail = match tool {
+        "search_project_files" => first_error::<SearchInput>(value),
+        "read_project_file" => first_error::<ReadInput>(value),
+        "list_project_directory" => first_error::<ListInput>(value),
+        "find_project_files" => first_error::<FindInput>(value),
+        "get_docs" => first_error::<DocsInput>(value),
+        "run_project_check" => first_error::<CheckInput>(value),
+        _ => None,
+    }?;
+    Some(format!(
+        "invalid arguments for {tool}: {detail}; see the tool's input schema for the allowed parameters and types"
+    ))
 }
 
 /// The check tool's input schema: an enum of the offered names, each

@@ -8,6 +8,7 @@
 //! never followed, so a walk cannot leave the root. Unreadable or vanishing
 //! entries are skipped.
 
+use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -46,7 +47,12 @@ pub struct Entry {
 /// Walks `start` (a folder the gate resolved) down to `max_depth` levels and
 /// returns every visible entry in [`path_order`]. The starting folder itself
 /// is not returned. Runs on several threads.
-pub fn walk(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> Vec<Entry> {
+pub fn walk(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    max_depth: Option<usize>,
+) -> io::Result<Vec<Entry>> {
+    ensure_readable(start)?;
     let root = gate.root().to_path_buf();
     let (sender, receiver) = mpsc::channel();
     builder(gate, start, max_depth)
@@ -66,7 +72,16 @@ pub fn walk(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> 
     drop(sender);
     let mut entries: Vec<Entry> = receiver.into_iter().collect();
     entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
-    entries
+    Ok(entries)
+}
+
+/// A starting folder that cannot be read is an error, not an empty answer;
+/// unreadable folders further down are skipped.
+fn ensure_readable(start: &ResolvedPath) -> io::Result<()> {
+    if start.real.is_dir() {
+        std::fs::read_dir(&start.real)?;
+    }
+    Ok(())
 }
 
 /// Visits every visible entry below `start` in [`path_order`], one at a
@@ -75,7 +90,8 @@ pub fn walk_sorted(
     gate: &PathGate,
     start: &ResolvedPath,
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
-) {
+) -> io::Result<()> {
+    ensure_readable(start)?;
     let root = gate.root();
     let walker = builder(gate, start, None)
         .sort_by_file_name(|a, b| a.cmp(b))
@@ -84,9 +100,10 @@ pub fn walk_sorted(
         if let Some(entry) = result.ok().and_then(|e| to_entry(&e, root))
             && visit(entry).is_break()
         {
-            return;
+            break;
         }
     }
+    Ok(())
 }
 
 /// Sorted by path, compared folder by folder (as a sorted depth-first walk
@@ -254,7 +271,7 @@ mod tests {
     fn applies_skip_list_ignores_and_deny_list() {
         let (_dir, gate) = tree();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, None);
+        let entries = walk(&gate, &start, None).unwrap();
         assert_eq!(
             names(&entries),
             vec![
@@ -283,7 +300,7 @@ mod tests {
     fn depth_limits_the_walk() {
         let (_dir, gate) = tree();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, Some(1));
+        let entries = walk(&gate, &start, Some(1)).unwrap();
         assert!(entries.iter().all(|e| e.depth == 1));
         assert!(names(&entries).contains(&"src"));
         assert!(!names(&entries).contains(&"src/main.rs"));
@@ -295,7 +312,7 @@ mod tests {
         fs::create_dir_all(gate.root().join("src/build")).unwrap();
         fs::write(gate.root().join("src/build/x.rs"), "x").unwrap();
         let start = gate.resolve("src").unwrap();
-        let entries = walk(&gate, &start, None);
+        let entries = walk(&gate, &start, None).unwrap();
         // `build/` from the root .gitignore hides src/build; `gen/` from src/.gitignore hides src/gen.
         assert_eq!(
             names(&entries),
@@ -307,7 +324,7 @@ mod tests {
     fn an_explicit_start_inside_an_ignored_folder_is_walked() {
         let (_dir, gate) = tree();
         let start = gate.resolve("build").unwrap();
-        let entries = walk(&gate, &start, None);
+        let entries = walk(&gate, &start, None).unwrap();
         assert_eq!(names(&entries), vec!["build/out.txt"]);
     }
 
@@ -320,7 +337,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), gate.root().join("out")).unwrap();
         std::os::unix::fs::symlink(gate.root().join("src"), gate.root().join("src/loop")).unwrap();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, None);
+        let entries = walk(&gate, &start, None).unwrap();
         let out = entries.iter().find(|e| e.relative == "out").unwrap();
         assert_eq!(out.kind, EntryKind::Symlink);
         assert!(!names(&entries).iter().any(|n| n.contains("secret")));

@@ -161,6 +161,7 @@ fn load_documents(docs: &PathGate) -> Vec<Document> {
         return Vec::new();
     };
     walk::walk(docs, &start, None)
+        .unwrap_or_default()
         .into_iter()
         .filter(|e| e.kind == EntryKind::File && e.size.is_some_and(|s| s <= MAX_DOC_BYTES))
         .filter(|e| {

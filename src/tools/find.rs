@@ -126,6 +126,7 @@ pub fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError>
         )));
     }
     let mut files: Vec<String> = walk::walk(gate, &start, None)
+        .map_err(|error| ToolError::io(&start.relative, &error))?
         .into_iter()
         .filter(|entry| entry.kind == EntryKind::File)
         .filter(|entry| glob.is_match(below(&start.relative, &entry.relative)))

@@ -89,7 +89,8 @@ pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError>
             start.relative
         )));
     }
-    let found = walk::walk(gate, &start, Some(depth));
+    let found = walk::walk(gate, &start, Some(depth))
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
     let truncated = found.len() > max_entries;
     let entries: Vec<ListEntry> = found
         .into_iter()

@@ -19,9 +19,11 @@ pub struct ReadInput {
     /// File path relative to the project root, with `/` separators, e.g. `src/main.rs`.
     pub path: String,
     /// First line to return, 1-based and inclusive. Omit to start at line 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "line_number_schema")]
     pub start_line: Option<u64>,
     /// Last line to return, 1-based and inclusive. Omit to read to the end (content is capped at 200 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "line_number_schema")]
     pub end_line: Option<u64>,
 }
@@ -224,7 +226,10 @@ fn collect_lines(
                 } else {
                     kept.extend_from_slice(segment);
                 }
-                last_returned = Some(line);
+                // A line counts as returned once any of its bytes are in.
+                if room > 0 {
+                    last_returned = Some(line);
+                }
             }
             if newline.is_some() {
                 line += 1;

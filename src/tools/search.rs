@@ -204,6 +204,7 @@ pub fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, Tool
                     .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
         };
         search_tree(gate, &start, &plan, accept)
+            .map_err(|error| ToolError::io(&start.relative, &error))?
     };
     Ok(assemble(input, start.relative, max_results, hits))
 }
@@ -349,7 +350,7 @@ fn search_tree(
     start: &crate::security::ResolvedPath,
     plan: &Plan,
     accept: impl Fn(&Entry) -> bool,
-) -> Vec<FileHits> {
+) -> std::io::Result<Vec<FileHits>> {
     let workers = std::thread::available_parallelism()
         .map(|n| n.get().clamp(1, 12))
         .unwrap_or(2);
@@ -384,7 +385,7 @@ fn search_tree(
             });
         }
         let mut index = 0;
-        walk::walk_sorted(gate, start, |entry| {
+        let walked = walk::walk_sorted(gate, start, |entry| {
             if stop.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
@@ -397,12 +398,13 @@ fn search_tree(
             ControlFlow::Continue(())
         });
         drop(sender);
-    });
+        walked
+    })?;
 
-    match progress.into_inner() {
+    Ok(match progress.into_inner() {
         Ok(prefix) => prefix.into_results(),
         Err(poisoned) => poisoned.into_inner().into_results(),
-    }
+    })
 }
 
 /// Results in file order: the contiguous finished prefix, plus files that

@@ -225,3 +225,56 @@ impl RawServer {
         (rest, status.code())
     }
 }
+
+/// A temporary project whose root is `<tmp>/proj`, so that a test can put
+/// things beside it (a sibling `proj-secret`, a file outside the root).
+pub struct TempProject {
+    pub dir: tempfile::TempDir,
+    /// The canonical project root.
+    pub root: PathBuf,
+}
+
+impl TempProject {
+    pub fn new() -> TempProject {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(&root).expect("create root");
+        let root = std::fs::canonicalize(root).expect("canonical root");
+        TempProject { dir, root }
+    }
+
+    /// Writes `bytes` at the root-relative `relative`, creating folders.
+    pub fn write(&self, relative: &str, bytes: impl AsRef<[u8]>) -> &TempProject {
+        write_file(&self.root.join(relative), bytes.as_ref());
+        self
+    }
+
+    /// Creates the root-relative folder `relative` and its parents.
+    pub fn mkdir(&self, relative: &str) -> &TempProject {
+        std::fs::create_dir_all(self.root.join(relative)).expect("create dir");
+        self
+    }
+
+    /// The temporary folder that holds the root.
+    pub fn outside(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).expect("canonical tempdir")
+    }
+}
+
+/// Writes a file, creating its parent folders.
+pub fn write_file(path: &Path, bytes: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create parent");
+    }
+    std::fs::write(path, bytes).expect("write file");
+}
+
+/// The strings of a JSON array of strings.
+pub fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {value}"))
+        .iter()
+        .map(|item| item.as_str().expect("string item").to_string())
+        .collect()
+}
