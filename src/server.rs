@@ -20,6 +20,7 @@ use rmcp::{
     ErrorData, Json, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
 };
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, canonical_dir};
 use crate::project::{Project, ProjectSlot};
@@ -61,15 +62,19 @@ fn result_size_meta(max_chars: u64) -> MetaObject {
 pub struct ProjectHelper {
     config: Arc<Config>,
     project: Arc<ProjectSlot>,
+    /// Cancelled when the client closes stdin: checks stop at once instead
+    /// of running on for a reader that is gone.
+    client_gone: CancellationToken,
     tool_router: ToolRouter<Self>,
 }
 
 #[tool_router]
 impl ProjectHelper {
-    pub fn new(config: Config, project: Project) -> Self {
+    pub fn new(config: Config, project: Project, client_gone: CancellationToken) -> Self {
         Self {
             config: Arc::new(config),
             project: Arc::new(ProjectSlot::new(project)),
+            client_gone,
             tool_router: Self::tool_router(),
         }
     }
@@ -216,7 +221,12 @@ impl ProjectHelper {
                         let _ = progress_tx.send(update);
                     }
                 },
-                context.ct.cancelled(),
+                async {
+                    tokio::select! {
+                        () = context.ct.cancelled() => {}
+                        () = self.client_gone.cancelled() => {}
+                    }
+                },
             )
             .await;
         drop(progress_tx);
@@ -625,9 +635,13 @@ async fn serve(config: Config) -> i32 {
         version = env!("CARGO_PKG_VERSION"),
         "serving MCP on stdio"
     );
-    let helper = ProjectHelper::new(config, project);
+    let client_gone = CancellationToken::new();
+    let helper = ProjectHelper::new(config, project, client_gone.clone());
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let service = match helper.serve(json_lines(stdin, stdout)).await {
+    // A check still running when the client leaves is killed at once, not
+    // after rmcp's grace period for unfinished requests.
+    let transport = json_lines(stdin, stdout, move || client_gone.cancel());
+    let service = match helper.serve(transport).await {
         Ok(service) => service,
         Err(error) => {
             // Most often stdin closed before the handshake finished.

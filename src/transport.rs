@@ -25,10 +25,13 @@ const INVALID_PARAMS: i64 = -32602;
 type SharedWriter<W> = Arc<Mutex<W>>;
 
 /// Builds the (sink, stream) pair rmcp serves on. A reader task turns
-/// stdin lines into messages and answers malformed ones itself.
+/// stdin lines into messages and answers malformed ones itself; `on_eof`
+/// runs as soon as the client closes its end, before the session winds
+/// down (so work nobody will read can stop at once).
 pub fn json_lines<R, W>(
     reader: R,
     writer: W,
+    on_eof: impl FnOnce() + Send + 'static,
 ) -> (
     impl Sink<ServerJsonRpcMessage, Error = io::Error> + Send + Unpin + 'static,
     impl Stream<Item = ClientJsonRpcMessage> + Send + Unpin + 'static,
@@ -39,11 +42,11 @@ where
 {
     let writer: SharedWriter<W> = Arc::new(Mutex::new(writer));
     let (sender, receiver) = mpsc::channel::<ClientJsonRpcMessage>(64);
-    tokio::spawn(read_messages(
-        BufReader::new(reader),
-        writer.clone(),
-        sender,
-    ));
+    let reading = read_messages(BufReader::new(reader), writer.clone(), sender);
+    tokio::spawn(async move {
+        reading.await;
+        on_eof();
+    });
 
     let sink = Box::pin(futures::sink::unfold(
         writer,
