@@ -51,7 +51,7 @@ pub struct ServerArgs {
 pub enum Command {
     /// Print the checks run_project_check would offer, with each program's resolved path or why it is unavailable
     Checks,
-    /// Print an MCP config snippet for an editor, pointing at this binary
+    /// Print an editor's MCP config snippet that starts this binary (or the container) on the project root (--root, else the current folder)
     Config(ConfigArgs),
 }
 
