@@ -509,6 +509,47 @@ mod tests {
         }
     }
 
+    /// Where Windows paths are real: the gate must refuse the forms that
+    /// Windows itself would follow out of the root.
+    #[cfg(windows)]
+    mod windows {
+        use super::*;
+
+        #[test]
+        fn real_windows_forms_of_an_inside_file_are_refused() {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dunce::canonicalize(dir.path()).unwrap();
+            assert!(
+                !root.to_string_lossy().starts_with(r"\\?\"),
+                "dunce left a verbatim prefix: {}",
+                root.display()
+            );
+            fs::create_dir_all(root.join("sub")).unwrap();
+            fs::write(root.join("sub").join("a.txt"), "x").unwrap();
+            let gate = PathGate::new(root.clone(), &[]).unwrap();
+
+            let inside = gate.resolve(r"sub\a.txt").unwrap();
+            assert_eq!(inside.relative, "sub/a.txt");
+            assert!(inside.real.starts_with(gate.root()));
+
+            // The same file, spelled the ways Windows would accept.
+            let absolute = root.join("sub").join("a.txt").to_string_lossy().into_owned();
+            assert!(matches!(gate.resolve(&absolute), Err(PathError::Drive(_))), "{absolute}");
+            let verbatim = format!(r"\\?\{absolute}");
+            assert!(matches!(gate.resolve(&verbatim), Err(PathError::Absolute(_))), "{verbatim}");
+            let drive_relative = format!("{}sub\\a.txt", &absolute[..2]);
+            assert!(matches!(gate.resolve(&drive_relative), Err(PathError::Drive(_))));
+            let unc = format!(r"\\localhost\{}$\{}", &absolute[..1], &absolute[3..]);
+            assert!(matches!(gate.resolve(&unc), Err(PathError::Absolute(_))), "{unc}");
+            for device in ["NUL", "con.txt", r"sub\COM1", "sub/a.txt::$DATA", r"sub\a.txt."] {
+                assert!(gate.resolve(device).is_err(), "{device}");
+            }
+            // Windows file names are case-insensitive: so is the deny-list.
+            fs::write(root.join(".env"), "SECRET=1").unwrap();
+            assert!(matches!(gate.resolve(".ENV"), Err(PathError::Denied(_))));
+        }
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;

@@ -299,6 +299,37 @@ async fn missing_program_is_a_named_error_and_the_server_keeps_serving() {
     server.stop().await;
 }
 
+/// Windows: `npm` is `npm.cmd`. A check naming a program without extension
+/// finds the `.cmd` through PATHEXT, and it is started correctly, with the
+/// operator's arguments passed literally (cmd.exe metacharacters included).
+#[cfg(windows)]
+#[tokio::test]
+async fn a_cmd_script_is_found_through_pathext_and_started_safely() {
+    let bin = tempfile::tempdir().expect("bin dir");
+    std::fs::write(
+        bin.path().join("greet.cmd"),
+        "@echo off\r\necho greet:%1\r\nexit /b 0\r\n",
+    )
+    .expect("write greet.cmd");
+    let path = format!(
+        "{};{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // TOML literal strings keep Windows backslashes as they are.
+    let setup = Setup::new(&format!(
+        "[checks.greet]\nargv = [\"greet\", \"a&b\"]\nenv = {{ PATH = '{path}' }}\n"
+    ));
+    let server = setup.server().await;
+    let result = server.ok("run_project_check", check("greet")).await;
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["passed"], true);
+    let stdout = result["stdout"].as_str().expect("stdout");
+    // %1 keeps the quotes Rust added, so cmd.exe prints `&` literally.
+    assert!(stdout.contains("greet:\"a&b\""), "{stdout}");
+    server.stop().await;
+}
+
 // ---------------------------------------------------------------------------
 // Running.
 

@@ -9,7 +9,9 @@
 //! `evidence/.venv` and `evidence/node_modules` and builds the release binary
 //! into `target/static`; later runs reuse them. Skips only when no container
 //! engine exists at all (as every container test does) or when
-//! `MCP_PROJECT_HELPER_SKIP_EVIDENCE=1` is set.
+//! `MCP_PROJECT_HELPER_SKIP_EVIDENCE=1` is set. Linux only: the image and
+//! the static binary it holds are Linux x86_64/aarch64.
+#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::process::Command;
