@@ -40,7 +40,8 @@ pub struct Entry {
     pub kind: EntryKind,
     /// Depth below the walk's starting folder (its children are at 1).
     pub depth: usize,
-    /// Size in bytes, for regular files.
+    /// Size in bytes, for regular files; `None` from [`walk_sorted`], whose
+    /// caller opens each file and asks the open file instead.
     pub size: Option<u64>,
 }
 
@@ -62,7 +63,7 @@ pub fn walk(
             let sender = sender.clone();
             let root = root.clone();
             Box::new(move |result| {
-                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &root)) {
+                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &root, true)) {
                     // The receiver outlives the walk; a send cannot fail.
                     let _ = sender.send(entry);
                 }
@@ -86,6 +87,8 @@ fn ensure_readable(start: &ResolvedPath) -> io::Result<()> {
 
 /// Visits every visible entry below `start` in [`path_order`], one at a
 /// time, until `visit` breaks: the search stops walking once it has enough.
+/// Files come without `size`: a `stat` by path per file costs about as much
+/// as the walk itself, and the search learns the size from the opened file.
 pub fn walk_sorted(
     gate: &PathGate,
     start: &ResolvedPath,
@@ -97,7 +100,7 @@ pub fn walk_sorted(
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, root))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, root, false))
             && visit(entry).is_break()
         {
             break;
@@ -197,7 +200,7 @@ fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
         .collect()
 }
 
-fn to_entry(entry: &DirEntry, root: &Path) -> Option<Entry> {
+fn to_entry(entry: &DirEntry, root: &Path, with_size: bool) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
@@ -207,9 +210,11 @@ fn to_entry(entry: &DirEntry, root: &Path) -> Option<Entry> {
         (EntryKind::Symlink, None)
     } else if file_type.is_dir() {
         (EntryKind::Dir, None)
-    } else if file_type.is_file() {
+    } else if file_type.is_file() && with_size {
         // A file that vanished since it was listed is skipped.
         (EntryKind::File, Some(entry.metadata().ok()?.len()))
+    } else if file_type.is_file() {
+        (EntryKind::File, None)
     } else {
         (EntryKind::Other, None)
     };
@@ -222,13 +227,34 @@ fn to_entry(entry: &DirEntry, root: &Path) -> Option<Entry> {
     })
 }
 
+/// `path` relative to `root`, `/`-separated; runs twice for every entry.
+#[cfg(unix)]
+fn relative_to(root: &Path, path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    // The walk's paths are the canonical root joined with plain names: no
+    // `.` or empty parts, already `/`-separated, so the bytes after the root
+    // are the answer, without splitting the path into parts.
+    let root = root.as_os_str().as_bytes();
+    let rest = path.as_os_str().as_bytes().strip_prefix(root)?;
+    let rest = if rest.is_empty() || root.ends_with(b"/") {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    Some(String::from_utf8_lossy(rest).into_owned())
+}
+
+#[cfg(not(unix))]
 fn relative_to(root: &Path, path: &Path) -> Option<String> {
     let rest = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rest
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    Some(parts.join("/"))
+    let mut relative = String::with_capacity(rest.as_os_str().len());
+    for component in rest.components() {
+        if !relative.is_empty() {
+            relative.push('/');
+        }
+        relative.push_str(&component.as_os_str().to_string_lossy());
+    }
+    Some(relative)
 }
 
 #[cfg(test)]
@@ -294,6 +320,28 @@ mod tests {
         assert_eq!(main.kind, EntryKind::File);
         assert_eq!(main.size, Some(12));
         assert_eq!(main.depth, 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn relative_paths_match_the_path_components() {
+        let cases = [
+            ("/p/root", "/p/root", Some("")),
+            ("/p/root", "/p/root/a", Some("a")),
+            ("/p/root", "/p/root/a/b.rs", Some("a/b.rs")),
+            ("/p/root", "/p/rootx/a", None),
+            ("/p/root", "/p", None),
+            ("/", "/etc/hosts", Some("etc/hosts")),
+        ];
+        for (root, path, expected) in cases {
+            let found = relative_to(Path::new(root), Path::new(path));
+            assert_eq!(found.as_deref(), expected, "{root} {path}");
+            let by_parts = Path::new(path).strip_prefix(root).ok().map(|rest| {
+                let parts: Vec<_> = rest.iter().map(|p| p.to_string_lossy()).collect();
+                parts.join("/")
+            });
+            assert_eq!(found, by_parts, "{root} {path}");
+        }
     }
 
     #[test]

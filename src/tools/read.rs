@@ -162,12 +162,12 @@ pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File,
 }
 
 #[cfg(all(unix, any(target_os = "linux", target_os = "android")))]
-const fn libc_o_nonblock() -> i32 {
+pub(crate) const fn libc_o_nonblock() -> i32 {
     0o4000
 }
 
 #[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
-const fn libc_o_nonblock() -> i32 {
+pub(crate) const fn libc_o_nonblock() -> i32 {
     // macOS and the BSDs.
     0x0004
 }

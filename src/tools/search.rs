@@ -20,7 +20,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::find::{PathGlob, below};
-use super::read::{SNIFF_BYTES, looks_binary, open_regular_file};
+#[cfg(unix)]
+use super::read::libc_o_nonblock;
+use super::read::{SNIFF_BYTES, looks_binary};
 use super::{Status, ToolError, cut_chars};
 use crate::security::PathGate;
 use crate::walk::{self, Entry, EntryKind};
@@ -36,6 +38,10 @@ pub const MAX_LINE_CHARS: usize = 300;
 /// 200 matches with 10 lines of context each would otherwise exceed what a
 /// client can take in one result. A page cut by it says `truncated`.
 pub const MAX_TEXT_CHARS: usize = 100_000;
+/// Files the walk hands to a search thread at once: one at a time put the
+/// threads to sleep and woke them (a futex call each) for about every file.
+/// The stop flag is still checked before each file.
+const BATCH_FILES: usize = 32;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -197,11 +203,10 @@ pub fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, Tool
         let mut buffer = Vec::new();
         vec![plan.search_file(&mut searcher, &mut buffer, &entry)]
     } else {
+        // Sizes are checked when each file is opened.
         let accept = |entry: &Entry| {
-            entry.size.is_some_and(|size| size <= MAX_FILE_BYTES)
-                && glob
-                    .as_ref()
-                    .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
+            glob.as_ref()
+                .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
         };
         search_tree(gate, &start, &plan, accept)
             .map_err(|error| ToolError::io(&start.relative, &error))?
@@ -260,36 +265,77 @@ impl Plan {
         }
     }
 
-    /// Searches one file; unreadable, binary or vanished files yield nothing.
+    /// Searches one file; unreadable, binary, oversized or vanished files
+    /// yield nothing.
     fn search_file(
         &self,
         searcher: &mut Searcher,
         buffer: &mut Vec<u8>,
         entry: &Entry,
     ) -> FileHits {
-        buffer.clear();
-        let Ok(file) = open_regular_file(&entry.path, &entry.relative) else {
+        let Some(length) = read_capped(&entry.path, buffer) else {
             return FileHits::default();
         };
-        // Never read more than the cap, even if the file grew since the walk.
-        if file.take(MAX_FILE_BYTES + 1).read_to_end(buffer).is_err()
-            || buffer.len() as u64 > MAX_FILE_BYTES
-            || looks_binary(&buffer[..buffer.len().min(SNIFF_BYTES)])
-        {
+        let haystack = &buffer[..length];
+        if looks_binary(&haystack[..length.min(SNIFF_BYTES)]) {
             return FileHits::default();
         }
         let mut sink = CollectSink {
             plan: self,
             file: &entry.relative,
-            haystack: buffer,
+            haystack,
             hits: FileHits {
                 file: entry.relative.clone(),
                 ..FileHits::default()
             },
         };
         // A failed search of one file leaves the others unaffected.
-        let _ = searcher.search_slice(&self.matcher, buffer, &mut sink);
+        let _ = searcher.search_slice(&self.matcher, haystack, &mut sink);
         sink.hits
+    }
+}
+
+/// Reads a regular file of at most [`MAX_FILE_BYTES`] into the front of
+/// `buffer` and returns its length; `None` for anything else.
+///
+/// The size comes from the open file (one `fstat`, no `stat` by path), and
+/// the read asks for the whole file at once: `buffer` is kept at its largest
+/// length between files, so it is neither zeroed again nor grown in steps.
+fn read_capped(path: &std::path::Path, buffer: &mut Vec<u8>) -> Option<usize> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // A FIFO swapped in since the walk must not block the open.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc_o_nonblock());
+    }
+    let mut file = options.open(path).ok()?;
+    let metadata = file.metadata().ok()?;
+    if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    // One byte beyond the cap shows a file that grew past it since the fstat.
+    let limit = MAX_FILE_BYTES as usize + 1;
+    let wanted = (metadata.len() as usize + 1).min(limit);
+    if buffer.len() < wanted {
+        buffer.resize(wanted, 0);
+    }
+    let mut filled = 0;
+    loop {
+        if filled == buffer.len().min(limit) {
+            if filled == limit {
+                return None;
+            }
+            buffer.resize((filled * 2).min(limit), 0);
+        }
+        let end = buffer.len().min(limit);
+        match file.read(&mut buffer[filled..end]) {
+            Ok(0) => return Some(filled),
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
     }
 }
 
@@ -356,7 +402,7 @@ fn search_tree(
         .unwrap_or(2);
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(Prefix::default());
-    let (sender, receiver) = mpsc::sync_channel::<(usize, Entry)>(workers * 16);
+    let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
     let receiver = Mutex::new(receiver);
 
     std::thread::scope(|scope| {
@@ -369,34 +415,45 @@ fn search_tree(
                         Ok(receiver) => receiver.recv(),
                         Err(_) => break,
                     };
-                    let Ok((index, entry)) = next else { break };
-                    let hits = if stop.load(Ordering::Relaxed) {
-                        FileHits::default()
-                    } else {
-                        plan.search_file(&mut searcher, &mut buffer, &entry)
-                    };
-                    let Ok(mut prefix) = progress.lock() else {
-                        break;
-                    };
-                    if prefix.finish(index, hits, plan) {
-                        stop.store(true, Ordering::Relaxed);
+                    let Ok(batch) = next else { break };
+                    for (index, entry) in batch {
+                        let hits = if stop.load(Ordering::Relaxed) {
+                            FileHits::default()
+                        } else {
+                            plan.search_file(&mut searcher, &mut buffer, &entry)
+                        };
+                        let Ok(mut prefix) = progress.lock() else {
+                            return;
+                        };
+                        if prefix.finish(index, hits, plan) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
                     }
                 }
             });
         }
         let mut index = 0;
+        let mut batch = Vec::with_capacity(BATCH_FILES);
         let walked = walk::walk_sorted(gate, start, |entry| {
             if stop.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
             if entry.kind == EntryKind::File && accept(&entry) {
-                if sender.send((index, entry)).is_err() {
-                    return ControlFlow::Break(());
-                }
+                batch.push((index, entry));
                 index += 1;
+                if batch.len() == BATCH_FILES {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
+                    if sender.send(full).is_err() {
+                        return ControlFlow::Break(());
+                    }
+                }
             }
             ControlFlow::Continue(())
         });
+        if !batch.is_empty() {
+            // Fails only when every worker has gone, and then nothing waits.
+            let _ = sender.send(batch);
+        }
         drop(sender);
         walked
     })?;
@@ -757,6 +814,31 @@ mod tests {
         let text = &out.matches.unwrap()[0].text;
         assert_eq!(text.chars().count(), MAX_LINE_CHARS);
         assert!(text.contains("needle"));
+    }
+
+    #[test]
+    fn reads_whole_files_up_to_the_cap_and_reuses_the_buffer() {
+        let cap = MAX_FILE_BYTES as usize;
+        let at_cap = format!("{}needle\n", "x".repeat(cap - 7));
+        let (_d, gate) = project(&[
+            ("at_cap.txt", &at_cap),
+            ("over_cap.txt", &format!("{at_cap}y")),
+            ("small.txt", "small\n"),
+        ]);
+        let root = gate.root();
+        let mut buffer = Vec::new();
+        assert_eq!(
+            read_capped(&root.join("at_cap.txt"), &mut buffer),
+            Some(cap)
+        );
+        assert!(buffer[..cap].ends_with(b"needle\n"));
+        assert_eq!(read_capped(&root.join("over_cap.txt"), &mut buffer), None);
+        // The larger file's bytes stay behind in the buffer; only the length counts.
+        assert_eq!(read_capped(&root.join("small.txt"), &mut buffer), Some(6));
+        assert_eq!(&buffer[..6], b"small\n");
+        assert_eq!(read_capped(root, &mut buffer), None);
+        let found = search(&gate, &input("needle")).unwrap();
+        assert_eq!(lines(&found), vec![("at_cap.txt".into(), 1)]);
     }
 
     #[test]
