@@ -1,0 +1,671 @@
+//! `cargo bench --bench search`: the search engine against ripgrep over one
+//! large real file set, then the server binary's start-up time, small-call
+//! round trip and peak memory. `benches/run.sh` prepares the corpus and
+//! runs this; docs/performance.md explains the method and the targets.
+//!
+//! Settings come from the environment:
+//! - `BENCH_CORPUS`: folder to search (default `target/bench-corpus`).
+//! - `BENCH_RG`: the ripgrep binary (default `rg` on the PATH).
+//! - `BENCH_RUNS`: timed runs per measurement (default 11; start-up uses 20,
+//!   the read round trip 200).
+//!
+//! Ripgrep runs with the engine's semantics: the same threads, hidden files
+//! searched, `.gitignore`/`.ignore` honoured without a git repository and
+//! without parent, global or exclude files, files over 2 MiB skipped, the
+//! walker's skip list and the built-in deny-list excluded, line numbers on;
+//! its output is read through a pipe and counted, as a client would.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_project_helper::security::PathGate;
+use mcp_project_helper::tools::search::{
+    DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, OutputMode, SearchInput, search,
+};
+use serde_json::{Value, json};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_mcp-project-helper");
+
+/// The walker's skip list and the built-in deny-list, as ripgrep globs.
+const RG_EXCLUDES: &[&str] = &[
+    "!.git/",
+    "!.venv/",
+    "!__pycache__/",
+    "!node_modules/",
+    "!target/",
+    "!*.egg-info/",
+    "!.env",
+    "!.env.*",
+    "!*.pem",
+    "!*.key",
+    "!id_rsa*",
+    "!id_ed25519*",
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Goal {
+    /// The whole tree must be scanned: ours/rg ≤ 1.2.
+    FullScan,
+    /// The search may stop after `max_results`: ours/rg well under 1.0,
+    /// read as ≤ 0.5.
+    EarlyStop,
+}
+
+struct Query {
+    label: &'static str,
+    text: &'static str,
+    regex: bool,
+    goal: Goal,
+}
+
+/// Chosen on the vendored dependency tree: the rare literal and the regex
+/// match fewer lines than `max_results`, so both engines read every file.
+const QUERIES: &[Query] = &[
+    Query {
+        label: "rare literal",
+        text: "QueryPerformanceCounter",
+        regex: false,
+        goal: Goal::FullScan,
+    },
+    Query {
+        label: "regex",
+        text: r"impl<T: \w+> Drop for \w+",
+        regex: true,
+        goal: Goal::FullScan,
+    },
+    Query {
+        label: "common word",
+        text: "the",
+        regex: false,
+        goal: Goal::EarlyStop,
+    },
+];
+
+const STARTUP_RUNS: usize = 20;
+const ROUND_TRIP_RUNS: usize = 200;
+
+struct Settings {
+    corpus: PathBuf,
+    rg: String,
+    runs: usize,
+    threads: usize,
+}
+
+fn main() {
+    let settings = settings();
+    let gate = PathGate::new(
+        dunce::canonicalize(&settings.corpus).unwrap_or_else(|error| {
+            panic!(
+                "corpus {} is not usable ({error}); run benches/run.sh to create it",
+                settings.corpus.display()
+            )
+        }),
+        &[],
+    )
+    .expect("path gate over the corpus");
+    let (files, bytes) = corpus_size(gate.root());
+    println!("mcp-project-helper benchmark");
+    println!(
+        "corpus   {} ({files} files, {:.1} MB)",
+        gate.root().display(),
+        bytes as f64 / 1e6
+    );
+    println!(
+        "rg       {} (-j {})",
+        rg_version(&settings.rg),
+        settings.threads
+    );
+    println!(
+        "machine  {} cores, load average {}; medians of {} warm-cache runs",
+        settings.threads,
+        load_average(),
+        settings.runs
+    );
+    println!("         (ms columns: wall-clock medians; cpu: mean user+system per run)\n");
+
+    let mut verdicts = Vec::new();
+    println!(
+        "{:<13} {:<28} {:>5} {:>8} {:>8} {:>8}  {:<15} {:>8} {:>8}",
+        "search", "query", "hits", "ours ms", "rg ms", "ours/rg", "target", "ours cpu", "rg cpu"
+    );
+    for query in QUERIES {
+        let row = compare(&settings, &gate, query);
+        let (target, met) = match query.goal {
+            Goal::FullScan => ("≤ 1.2", row.ratio <= 1.2),
+            Goal::EarlyStop => ("≪ 1.0 (≤ 0.5)", row.ratio <= 0.5),
+        };
+        println!(
+            "{:<13} {:<28} {:>5} {:>8.1} {:>8.1} {:>8.3}  {:<15} {:>8.1} {:>8.1}",
+            query.label,
+            format!("{:?}", query.text),
+            row.hits,
+            ms(row.ours),
+            ms(row.rg),
+            row.ratio,
+            format!("{target} {}", mark(met)),
+            ms(row.ours_cpu),
+            ms(row.rg_cpu),
+        );
+        if let Some(note) = row.note {
+            println!("              ({note})");
+        }
+        verdicts.push(met);
+    }
+
+    println!("\nserver binary {SERVER}");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo_project");
+    let (cold, baseline) = cold_start(&demo);
+    let cold_met = cold <= Duration::from_millis(5);
+    println!(
+        "cold start to initialize answer   median {:>7.2} ms  (/bin/cat echo {:.2} ms)  target ≤ 5 ms {}",
+        ms(cold),
+        ms(baseline),
+        mark(cold_met)
+    );
+    let (read_median, read_p90) = read_round_trip(&demo);
+    let read_met = read_median <= Duration::from_micros(300);
+    println!(
+        "read_project_file round trip      median {:>7.3} ms  (p90 {:.3} ms)  target ≤ 0.3 ms {}",
+        ms(read_median),
+        ms(read_p90),
+        mark(read_met)
+    );
+    let memory = memory_and_mcp_search(&settings, gate.root());
+    let megabytes = |kib: u64| (kib * 1024) as f64 / 1e6;
+    let idle_met = megabytes(memory.idle_kib) <= 10.0;
+    let after_met = megabytes(memory.after_search_kib) <= 40.0;
+    println!(
+        "peak RSS idle (after initialize)  {:>7.1} MB  target ≤ 10 MB {}",
+        megabytes(memory.idle_kib),
+        mark(idle_met)
+    );
+    println!(
+        "peak RSS after whole-tree search  {:>7.1} MB  target ≤ 40 MB {}  ({} hits, max_results {MAX_RESULTS_CAP})",
+        megabytes(memory.after_search_kib),
+        mark(after_met),
+        memory.search_hits
+    );
+    for (label, median) in &memory.mcp_search {
+        println!(
+            "{label:<33} median {:>7.1} ms through the server (tools/call round trip)",
+            ms(*median)
+        );
+    }
+    verdicts.extend([cold_met, read_met, idle_met, after_met]);
+    println!("\nload average at the end {}", load_average());
+    let missed = verdicts.iter().filter(|met| !**met).count();
+    println!(
+        "{} of {} targets met",
+        verdicts.len() - missed,
+        verdicts.len()
+    );
+}
+
+fn settings() -> Settings {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = std::env::var_os("BENCH_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("target/bench-corpus"));
+    let rg = std::env::var("BENCH_RG").unwrap_or_else(|_| "rg".to_string());
+    let runs = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(11);
+    // The engine uses this many search threads; rg gets the same.
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get().clamp(1, 12))
+        .unwrap_or(2);
+    Settings {
+        corpus,
+        rg,
+        runs,
+        threads,
+    }
+}
+
+struct Row {
+    hits: usize,
+    ours: Duration,
+    rg: Duration,
+    ratio: f64,
+    /// Mean CPU time per run (user + system, all threads), which a busy
+    /// machine disturbs less than the wall time.
+    ours_cpu: Duration,
+    rg_cpu: Duration,
+    note: Option<String>,
+}
+
+/// One warm-up each, then `runs` alternating timed runs; medians compared.
+fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
+    let input = SearchInput {
+        query: query.text.to_string(),
+        path: ".".to_string(),
+        max_results: DEFAULT_MAX_RESULTS,
+        regex: query.regex,
+        case_sensitive: true,
+        glob: None,
+        context_lines: 0,
+        output_mode: OutputMode::Content,
+        offset: 0,
+    };
+    let (_, hits, truncated) = run_ours(gate, &input);
+    let (_, rg_lines) = run_rg(settings, query);
+    let mut ours = Vec::new();
+    let mut rg = Vec::new();
+    let (mut ours_cpu, mut rg_cpu) = (Duration::ZERO, Duration::ZERO);
+    let mut timed_ours = || {
+        let before = CpuTimes::now();
+        ours.push(run_ours(gate, &input).0);
+        ours_cpu += CpuTimes::now().own - before.own;
+    };
+    let mut timed_rg = || {
+        let before = CpuTimes::now();
+        rg.push(run_rg(settings, query).0);
+        rg_cpu += CpuTimes::now().children - before.children;
+    };
+    for run in 0..settings.runs {
+        if run % 2 == 0 {
+            timed_ours();
+            timed_rg();
+        } else {
+            timed_rg();
+            timed_ours();
+        }
+    }
+    let note = match query.goal {
+        Goal::FullScan if truncated || hits as u64 != rg_lines => Some(format!(
+            "NOT comparable: ours returned {hits} (truncated {truncated}), rg printed {rg_lines} lines"
+        )),
+        Goal::FullScan => None,
+        Goal::EarlyStop => Some(format!(
+            "ours stops after {DEFAULT_MAX_RESULTS} hits; rg prints all {rg_lines} matching lines"
+        )),
+    };
+    let (ours, rg) = (median(ours), median(rg));
+    let runs = settings.runs as u32;
+    Row {
+        hits,
+        ours,
+        rg,
+        ratio: ours.as_secs_f64() / rg.as_secs_f64(),
+        ours_cpu: ours_cpu / runs,
+        rg_cpu: rg_cpu / runs,
+        note,
+    }
+}
+
+fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
+    let started = Instant::now();
+    let output = search(gate, input).expect("search succeeds");
+    (started.elapsed(), output.count, output.truncated)
+}
+
+/// Runs rg and counts its output lines; the time includes starting rg.
+fn run_rg(settings: &Settings, query: &Query) -> (Duration, u64) {
+    let mut command = Command::new(&settings.rg);
+    command
+        .args(["--no-config", "-j"])
+        .arg(settings.threads.to_string())
+        .args([
+            "--hidden",
+            "--no-ignore-parent",
+            "--no-require-git",
+            "--no-ignore-global",
+            "--no-ignore-exclude",
+            "--max-filesize",
+            "2M",
+            "--line-number",
+            "--no-heading",
+            "--color",
+            "never",
+        ]);
+    for glob in RG_EXCLUDES {
+        command.args(["-g", glob]);
+    }
+    if !query.regex {
+        command.arg("--fixed-strings");
+    }
+    command
+        .args(["-e", query.text, "."])
+        .current_dir(&settings.corpus)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let started = Instant::now();
+    let mut child = command.spawn().expect("start rg (set BENCH_RG)");
+    let mut stdout = child.stdout.take().expect("rg stdout");
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut lines = 0u64;
+    loop {
+        match stdout.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => lines += memchr::memchr_iter(b'\n', &buffer[..n]).count() as u64,
+            Err(error) => panic!("reading rg output: {error}"),
+        }
+    }
+    let status = child.wait().expect("wait for rg");
+    let elapsed = started.elapsed();
+    // 0: matches, 1: none; 2 means rg hit an error (it still searched the rest).
+    assert!(
+        matches!(status.code(), Some(0 | 1)),
+        "rg failed with {status}"
+    );
+    (elapsed, lines)
+}
+
+fn rg_version(rg: &str) -> String {
+    Command::new(rg)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.lines().next().map(str::to_string))
+        .unwrap_or_else(|| format!("{rg} (version unknown)"))
+}
+
+fn corpus_size(root: &Path) -> (usize, u64) {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_file())
+        .fold((0, 0), |(files, bytes), entry| {
+            (
+                files + 1,
+                bytes + entry.metadata().map_or(0, |meta| meta.len()),
+            )
+        })
+}
+
+/// Spawn to the `initialize` answer, and the same for `/bin/cat` echoing
+/// the request (the floor for any process start): medians of
+/// [`STARTUP_RUNS`] alternating runs after two warm-ups.
+fn cold_start(root: &Path) -> (Duration, Duration) {
+    let mut ours = Vec::new();
+    let mut cat = Vec::new();
+    for run in 0..STARTUP_RUNS + 2 {
+        let started = Instant::now();
+        let mut session = Session::start(root);
+        session.initialize();
+        let server = started.elapsed();
+        drop(session);
+        let echo = cat_echo();
+        if run >= 2 {
+            ours.push(server);
+            cat.push(echo);
+        }
+    }
+    (median(ours), median(cat))
+}
+
+fn cat_echo() -> Duration {
+    let line = format!("{}\n", initialize_request());
+    let started = Instant::now();
+    let mut child = Command::new("/bin/cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start /bin/cat");
+    let mut stdin = child.stdin.take().expect("cat stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("cat stdout"));
+    stdin.write_all(line.as_bytes()).expect("write to cat");
+    let mut echo = String::new();
+    stdout.read_line(&mut echo).expect("read from cat");
+    let elapsed = started.elapsed();
+    drop(stdin);
+    let _ = child.wait();
+    elapsed
+}
+
+/// One long-lived session; a ~400-byte file read [`ROUND_TRIP_RUNS`] times
+/// after ten warm-ups. Returns the median and the 90th percentile.
+fn read_round_trip(root: &Path) -> (Duration, Duration) {
+    let mut session = Session::start(root);
+    session.initialize();
+    let arguments = json!({ "path": "demo_app/models.py" });
+    let mut times = Vec::new();
+    for run in 0..ROUND_TRIP_RUNS + 10 {
+        let started = Instant::now();
+        let result = session.call_tool("read_project_file", &arguments);
+        let elapsed = started.elapsed();
+        assert!(result["content"].as_str().is_some_and(|c| !c.is_empty()));
+        if run >= 10 {
+            times.push(elapsed);
+        }
+    }
+    times.sort();
+    let p90 = times[times.len() * 9 / 10];
+    (median(times), p90)
+}
+
+struct Memory {
+    idle_kib: u64,
+    after_search_kib: u64,
+    search_hits: u64,
+    mcp_search: Vec<(String, Duration)>,
+}
+
+/// Peak RSS of a server rooted at the corpus: idle after `initialize`, then
+/// after a whole-tree search; then the full-scan queries timed through it.
+fn memory_and_mcp_search(settings: &Settings, root: &Path) -> Memory {
+    let mut session = Session::start(root);
+    session.initialize();
+    std::thread::sleep(Duration::from_millis(200));
+    let idle_kib = session.peak_rss_kib();
+    let rare = &QUERIES[0];
+    let result = session.call_tool(
+        "search_project_files",
+        &json!({ "query": rare.text, "max_results": MAX_RESULTS_CAP }),
+    );
+    let search_hits = result["count"].as_u64().expect("search count");
+    assert_eq!(
+        result["truncated"],
+        json!(false),
+        "the search must scan everything"
+    );
+    let after_search_kib = session.peak_rss_kib();
+    let mcp_search = QUERIES
+        .iter()
+        .filter(|query| query.goal == Goal::FullScan)
+        .map(|query| {
+            let arguments = json!({ "query": query.text, "regex": query.regex });
+            session.call_tool("search_project_files", &arguments);
+            let times = (0..settings.runs)
+                .map(|_| {
+                    let started = Instant::now();
+                    session.call_tool("search_project_files", &arguments);
+                    started.elapsed()
+                })
+                .collect();
+            (format!("search {}", query.label), median(times))
+        })
+        .collect();
+    Memory {
+        idle_kib,
+        after_search_kib,
+        search_hits,
+        mcp_search,
+    }
+}
+
+fn initialize_request() -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "bench", "version": "0" }
+        }
+    })
+}
+
+/// The server binary driven over stdio with raw JSON-RPC lines.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Session {
+    fn start(root: &Path) -> Session {
+        let mut child = Command::new(SERVER)
+            .arg("--root")
+            .arg(root)
+            .env_remove("MCP_PROJECT_HELPER_ROOT")
+            .env_remove("PROJECT_ROOT")
+            .env_remove("MCP_PROJECT_HELPER_CONFIG")
+            .env_remove("MCP_PROJECT_HELPER_LOG_FILE")
+            .env_remove("MCP_PROJECT_HELPER_LOG_LEVEL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server binary");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("server stdout"));
+        Session {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("server stdin");
+        let mut line = serde_json::to_vec(message).expect("JSON");
+        line.push(b'\n');
+        stdin.write_all(&line).expect("write to the server");
+        stdin.flush().expect("flush to the server");
+    }
+
+    /// Reads lines until the response with `id`.
+    fn response(&mut self, id: u64) -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = self.stdout.read_line(&mut line).expect("read the server");
+            assert!(read > 0, "the server closed stdout");
+            let message: Value = serde_json::from_str(&line).expect("server sent JSON");
+            if message["id"] == json!(id) {
+                assert!(message.get("error").is_none(), "error answer: {message}");
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.send(&initialize_request());
+        let answer = self.response(0);
+        assert_eq!(answer["result"]["serverInfo"]["name"], "mcp-project-helper");
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    }
+
+    /// A tool call that must succeed; returns its structuredContent.
+    fn call_tool(&mut self, name: &str, arguments: &Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": { "name": name, "arguments": arguments }
+        }));
+        let mut answer = self.response(id);
+        let result = answer["result"].take();
+        assert_ne!(result["isError"], json!(true), "{name} failed: {result}");
+        result["structuredContent"].clone()
+    }
+
+    /// VmHWM: the highest resident set size the process has had.
+    fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read /proc/<pid>/status (Linux only)");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc/<pid>/status")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; the server exits on EOF.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU time used so far by this process (all its threads, finished ones
+/// included) and by its waited-for children, from /proc/self/stat.
+struct CpuTimes {
+    own: Duration,
+    children: Duration,
+}
+
+impl CpuTimes {
+    fn now() -> CpuTimes {
+        let stat =
+            std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat (Linux only)");
+        // Fields after the command name, which ends at the last ')':
+        // utime, stime, cutime, cstime are the 12th to 15th.
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|field| field.parse().ok())
+            .collect();
+        assert_eq!(fields.len(), 4, "unexpected /proc/self/stat: {stat}");
+        let ticks = |n: u64| Duration::from_secs_f64(n as f64 / clock_ticks() as f64);
+        CpuTimes {
+            own: ticks(fields[0] + fields[1]),
+            children: ticks(fields[2] + fields[3]),
+        }
+    }
+}
+
+/// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux).
+fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(100)
+    })
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn mark(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
