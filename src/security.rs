@@ -533,15 +533,37 @@ mod tests {
             assert!(inside.real.starts_with(gate.root()));
 
             // The same file, spelled the ways Windows would accept.
-            let absolute = root.join("sub").join("a.txt").to_string_lossy().into_owned();
-            assert!(matches!(gate.resolve(&absolute), Err(PathError::Drive(_))), "{absolute}");
+            let absolute = root
+                .join("sub")
+                .join("a.txt")
+                .to_string_lossy()
+                .into_owned();
+            assert!(
+                matches!(gate.resolve(&absolute), Err(PathError::Drive(_))),
+                "{absolute}"
+            );
             let verbatim = format!(r"\\?\{absolute}");
-            assert!(matches!(gate.resolve(&verbatim), Err(PathError::Absolute(_))), "{verbatim}");
+            assert!(
+                matches!(gate.resolve(&verbatim), Err(PathError::Absolute(_))),
+                "{verbatim}"
+            );
             let drive_relative = format!("{}sub\\a.txt", &absolute[..2]);
-            assert!(matches!(gate.resolve(&drive_relative), Err(PathError::Drive(_))));
+            assert!(matches!(
+                gate.resolve(&drive_relative),
+                Err(PathError::Drive(_))
+            ));
             let unc = format!(r"\\localhost\{}$\{}", &absolute[..1], &absolute[3..]);
-            assert!(matches!(gate.resolve(&unc), Err(PathError::Absolute(_))), "{unc}");
-            for device in ["NUL", "con.txt", r"sub\COM1", "sub/a.txt::$DATA", r"sub\a.txt."] {
+            assert!(
+                matches!(gate.resolve(&unc), Err(PathError::Absolute(_))),
+                "{unc}"
+            );
+            for device in [
+                "NUL",
+                "con.txt",
+                r"sub\COM1",
+                "sub/a.txt::$DATA",
+                r"sub\a.txt.",
+            ] {
                 assert!(gate.resolve(device).is_err(), "{device}");
             }
             // Windows file names are case-insensitive: so is the deny-list.
