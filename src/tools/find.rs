@@ -147,27 +147,19 @@ pub fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     fn project() -> (tempfile::TempDir, PathGate) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for path in [
-            "demo_app/models.py",
-            "demo_app/services.py",
-            "tests/test_services.py",
-            "setup.py",
-            "src/a.ts",
-            "src/b.tsx",
-            "src/deep/c.ts",
-            ".env",
-            "certs/server.pem",
-        ] {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "x").unwrap();
-        }
-        (dir, PathGate::new(root, &[]).unwrap())
+        crate::tools::temp_project(&[
+            ("demo_app/models.py", "x"),
+            ("demo_app/services.py", "x"),
+            ("tests/test_services.py", "x"),
+            ("setup.py", "x"),
+            ("src/a.ts", "x"),
+            ("src/b.tsx", "x"),
+            ("src/deep/c.ts", "x"),
+            (".env", "x"),
+            ("certs/server.pem", "x"),
+        ])
     }
 
     fn run(gate: &PathGate, pattern: &str, path: &str) -> Vec<String> {

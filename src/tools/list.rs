@@ -119,23 +119,15 @@ pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     fn project() -> (tempfile::TempDir, PathGate) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for path in [
-            "a/b/c/d.txt",
-            "a/x.txt",
-            "top.txt",
-            ".env",
-            "node_modules/m.js",
-        ] {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, "hello").unwrap();
-        }
-        (dir, PathGate::new(root, &[]).unwrap())
+        crate::tools::temp_project(&[
+            ("a/b/c/d.txt", "hello"),
+            ("a/x.txt", "hello"),
+            ("top.txt", "hello"),
+            (".env", "hello"),
+            ("node_modules/m.js", "hello"),
+        ])
     }
 
     fn input(path: &str, depth: u32, max_entries: usize) -> ListInput {

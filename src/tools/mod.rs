@@ -63,6 +63,23 @@ pub fn cut_chars(text: &str, max_chars: usize) -> (&str, bool) {
     }
 }
 
+/// Test fixture shared by the tool modules: a temporary project root
+/// holding `files` (path, content), and its gate.
+#[cfg(test)]
+pub(crate) fn temp_project<T: AsRef<[u8]>>(
+    files: &[(&str, T)],
+) -> (tempfile::TempDir, crate::security::PathGate) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dunce::canonicalize(dir.path()).expect("canonical temp dir");
+    for (path, content) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("create folders");
+        std::fs::write(path, content).expect("write fixture");
+    }
+    let gate = crate::security::PathGate::new(root, &[]).expect("gate");
+    (dir, gate)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

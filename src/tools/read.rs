@@ -266,17 +266,9 @@ fn utf8_prefix(mut bytes: Vec<u8>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     fn project(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathGate) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, bytes) in files {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, bytes).unwrap();
-        }
-        (dir, PathGate::new(root, &[]).unwrap())
+        crate::tools::temp_project(files)
     }
 
     fn input(path: &str, start: Option<u64>, end: Option<u64>) -> ReadInput {

@@ -623,17 +623,9 @@ fn lines_after(haystack: &[u8], end: usize, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, text) in files {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
-        (dir, PathGate::new(root, &[]).unwrap())
+        crate::tools::temp_project(files)
     }
 
     fn input(query: &str) -> SearchInput {
