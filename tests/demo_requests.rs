@@ -3,28 +3,8 @@
 
 mod common;
 
-use common::{Server, demo_root, strings};
-use serde_json::{Value, json};
-
-/// `(file, line, text)` of every match.
-fn matches(out: &Value) -> Vec<(String, u64, String)> {
-    out["matches"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no matches array: {out}"))
-        .iter()
-        .map(|m| {
-            (
-                m["file"].as_str().unwrap().to_string(),
-                m["line"].as_u64().unwrap(),
-                m["text"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-fn hit(file: &str, line: u64, text: &str) -> (String, u64, String) {
-    (file.to_string(), line, text.to_string())
-}
+use common::{Server, demo_root, hit, matches, strings};
+use serde_json::json;
 
 #[tokio::test]
 async fn find_every_use_of_apply_discount() {

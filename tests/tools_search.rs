@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{Server, TempProject, strings};
-use serde_json::{Value, json};
+use common::{Server, TempProject, hit, matches, strings};
+use serde_json::json;
 
 const TWO_MIB: usize = 2 * 1024 * 1024;
 
@@ -23,26 +23,6 @@ fn sample_project() -> TempProject {
         )
         .write(".github/ci.yml", "name: needle-ci\n");
     project
-}
-
-/// `(file, line, text)` of every match.
-fn matches(out: &Value) -> Vec<(String, u64, String)> {
-    out["matches"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no matches array: {out}"))
-        .iter()
-        .map(|m| {
-            (
-                m["file"].as_str().unwrap().to_string(),
-                m["line"].as_u64().unwrap(),
-                m["text"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-fn hit(file: &str, line: u64, text: &str) -> (String, u64, String) {
-    (file.to_string(), line, text.to_string())
 }
 
 #[tokio::test]

@@ -278,3 +278,24 @@ pub fn strings(value: &Value) -> Vec<String> {
         .map(|item| item.as_str().expect("string item").to_string())
         .collect()
 }
+
+/// `(file, line, text)` of every match in a search result.
+pub fn matches(out: &Value) -> Vec<(String, u64, String)> {
+    out["matches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no matches array: {out}"))
+        .iter()
+        .map(|m| {
+            (
+                m["file"].as_str().expect("file").to_string(),
+                m["line"].as_u64().expect("line"),
+                m["text"].as_str().expect("text").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// One expected search hit, for comparing with [`matches`].
+pub fn hit(file: &str, line: u64, text: &str) -> (String, u64, String) {
+    (file.to_string(), line, text.to_string())
+}
