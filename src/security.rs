@@ -8,7 +8,7 @@
 //! checks containment component-wise: a sibling `proj-secret` next to a root
 //! `proj` is outside.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -307,12 +307,6 @@ fn glob_set(globs: &[&str]) -> Result<GlobSet, PathError> {
     })
 }
 
-/// True for a path with no root, prefix or `..` components: safe to join.
-pub fn is_plain_relative(path: &Path) -> bool {
-    path.components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,6 +569,13 @@ mod tests {
     mod properties {
         use super::*;
         use proptest::prelude::*;
+        use std::path::Component;
+
+        /// No root, prefix or `..` component: safe to join onto the root.
+        fn is_plain_relative(path: &Path) -> bool {
+            path.components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        }
 
         fn component() -> impl Strategy<Value = String> {
             prop_oneof![
