@@ -142,16 +142,7 @@ pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File,
     if !metadata.is_file() {
         return Err(not_regular("a special file (FIFO, socket or device)"));
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc_o_nonblock());
-    }
-    let file = options
-        .open(path)
-        .map_err(|error| ToolError::io(relative, &error))?;
+    let file = open_without_following(path).map_err(|error| ToolError::io(relative, &error))?;
     let opened = file
         .metadata()
         .map_err(|error| ToolError::io(relative, &error))?;
@@ -161,15 +152,19 @@ pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File,
     Ok(file)
 }
 
-#[cfg(all(unix, any(target_os = "linux", target_os = "android")))]
-pub(crate) const fn libc_o_nonblock() -> i32 {
-    0o4000
-}
-
-#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
-pub(crate) const fn libc_o_nonblock() -> i32 {
-    // macOS and the BSDs.
-    0x0004
+/// Opens a path the gate or the walker produced for reading. Those paths
+/// never end in a symlink, so on Unix a symlink swapped in since then is
+/// refused (`O_NOFOLLOW`) instead of followed, and a FIFO swapped in cannot
+/// block the open (`O_NONBLOCK`; reads of regular files ignore the flag).
+pub(crate) fn open_without_following(path: &std::path::Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    options.open(path)
 }
 
 /// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
@@ -359,6 +354,17 @@ mod tests {
         sample.pop();
         assert!(!looks_binary(&sample));
         assert!(looks_binary(b"a\xffb"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_swapped_in_after_the_gate_is_not_followed() {
+        let (_d, gate) = project(&[("real.txt", b"inside")]);
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        let swapped = gate.root().join("swapped.txt");
+        std::os::unix::fs::symlink(outside.path(), &swapped).unwrap();
+        assert!(open_without_following(&swapped).is_err());
+        assert!(open_without_following(&gate.root().join("real.txt")).is_ok());
     }
 
     #[cfg(unix)]

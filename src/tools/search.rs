@@ -20,9 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::find::{PathGlob, below};
-#[cfg(unix)]
-use super::read::libc_o_nonblock;
-use super::read::{SNIFF_BYTES, looks_binary};
+use super::read::{SNIFF_BYTES, looks_binary, open_without_following};
 use super::{Status, ToolError, cut_chars};
 use crate::security::PathGate;
 use crate::walk::{self, Entry, EntryKind};
@@ -302,15 +300,7 @@ impl Plan {
 /// the read asks for the whole file at once: `buffer` is kept at its largest
 /// length between files, so it is neither zeroed again nor grown in steps.
 fn read_capped(path: &std::path::Path, buffer: &mut Vec<u8>) -> Option<usize> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // A FIFO swapped in since the walk must not block the open.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc_o_nonblock());
-    }
-    let mut file = options.open(path).ok()?;
+    let mut file = open_without_following(path).ok()?;
     let metadata = file.metadata().ok()?;
     if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
         return None;
