@@ -11,9 +11,9 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::JsonObject;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    ContentBlock, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    ContentBlock, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ResultType, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{
@@ -423,14 +423,17 @@ impl ServerHandler for ProjectHelper {
             .call(ToolCallContext::new(self, request, context))
             .await;
         let rejected = match &mut answer {
-            Err(error) => Some(error.message.to_string()),
+            // Unknown tool; a cancelled check logged its own line already.
+            Err(error) if error.code == ErrorCode::INVALID_PARAMS => {
+                Some(error.message.to_string())
+            }
             Ok(CallToolResponse::Complete(result)) if is_argument_error(result) => {
                 let message =
                     describe_bad_arguments(&tool, arguments).unwrap_or_else(|| text_of(result));
                 result.content = vec![ContentBlock::text(message.clone())];
                 Some(message)
             }
-            Ok(_) => None,
+            Err(_) | Ok(_) => None,
         };
         if let Some(error) = rejected {
             let duration_ms = started.elapsed().as_millis() as u64;
