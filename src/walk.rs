@@ -54,16 +54,15 @@ pub fn walk(
     max_depth: Option<usize>,
 ) -> io::Result<Vec<Entry>> {
     ensure_readable(start)?;
-    let root = gate.root().to_path_buf();
     let (sender, receiver) = mpsc::channel();
     builder(gate, start, max_depth)
         .threads(worker_threads())
         .build_parallel()
         .run(|| {
             let sender = sender.clone();
-            let root = root.clone();
+            let gate = gate.clone();
             Box::new(move |result| {
-                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &root, true)) {
+                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &gate, true)) {
                     // The receiver outlives the walk; a send cannot fail.
                     let _ = sender.send(entry);
                 }
@@ -95,12 +94,11 @@ pub fn walk_sorted(
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> io::Result<()> {
     ensure_readable(start)?;
-    let root = gate.root();
     let walker = builder(gate, start, None)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, root, false))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, false))
             && visit(entry).is_break()
         {
             break;
@@ -156,13 +154,13 @@ fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitig
     {
         return false;
     }
-    match relative_to(root, entry.path()) {
-        Some(relative) => !gate.is_denied(&relative),
-        None => false,
-    }
+    // Folders are pruned here, so nothing below a denied one is read;
+    // other entries are checked in `to_entry`, which needs their relative
+    // path anyway.
+    !is_dir || relative_to(root, entry.path()).is_some_and(|relative| !gate.is_denied(&relative))
 }
 
-pub fn is_skipped_dir(name: &str) -> bool {
+fn is_skipped_dir(name: &str) -> bool {
     SKIPPED_DIRS.contains(&name) || name.ends_with(SKIPPED_DIR_SUFFIX)
 }
 
@@ -200,12 +198,17 @@ fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
         .collect()
 }
 
-fn to_entry(entry: &DirEntry, root: &Path, with_size: bool) -> Option<Entry> {
+/// The entry as the tools see it; `None` for the starting folder, vanished
+/// entries and deny-listed files (denied folders never get this far).
+fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
     let file_type = entry.file_type()?;
-    let relative = relative_to(root, entry.path())?;
+    let relative = relative_to(gate.root(), entry.path())?;
+    if !file_type.is_dir() && gate.is_denied(&relative) {
+        return None;
+    }
     let (kind, size) = if file_type.is_symlink() {
         (EntryKind::Symlink, None)
     } else if file_type.is_dir() {
