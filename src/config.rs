@@ -162,6 +162,22 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The operator's root, else the working directory, canonical: where the
+    /// server, `checks` and `config` work when no client root applies.
+    pub fn root_or_working_dir(&self) -> Result<PathBuf, String> {
+        match &self.root {
+            Some(root) => Ok(root.clone()),
+            None => std::env::current_dir()
+                .map_err(|error| error.to_string())
+                .and_then(|dir| canonical_dir(&dir).map_err(|error| error.to_string()))
+                .map_err(|error| {
+                    format!("cannot use the working directory as the project root ({error}); pass --root DIR")
+                }),
+        }
+    }
+}
+
 /// Canonicalizes an operator-given root once; `dunce` keeps Windows paths
 /// free of the `\\?\` prefix.
 pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {

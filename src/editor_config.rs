@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use serde::Serialize;
@@ -183,10 +183,7 @@ pub fn print_snippet(args: &ConfigArgs, config: &Config) -> ExitCode {
 }
 
 fn snippet_for_this_binary(args: &ConfigArgs, config: &Config) -> Result<String, String> {
-    let root = match &config.root {
-        Some(root) => root.clone(),
-        None => working_directory()?,
-    };
+    let root = config.root_or_working_dir()?;
     let root = utf8(&root, "the project root")?;
     let launch = if args.docker {
         Launch::docker(root)
@@ -197,12 +194,6 @@ fn snippet_for_this_binary(args: &ConfigArgs, config: &Config) -> Result<String,
     };
     render(args.host, &launch, Shell::current())
         .map_err(|error| format!("cannot format the snippet: {error}"))
-}
-
-fn working_directory() -> Result<PathBuf, String> {
-    std::env::current_dir()
-        .and_then(dunce::canonicalize)
-        .map_err(|error| format!("cannot read the working directory ({error}); pass --root DIR"))
 }
 
 fn utf8<'a>(path: &'a Path, what: &str) -> Result<&'a str, String> {

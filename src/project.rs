@@ -37,7 +37,7 @@ impl Project {
             }
             _ => None,
         };
-        let checks = CheckCatalog::detect(config, &root);
+        let checks = CheckCatalog::detect(config, &gate);
         Ok(Self {
             gate,
             docs,

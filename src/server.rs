@@ -611,18 +611,12 @@ pub fn run(config: Config) -> ExitCode {
 }
 
 async fn serve(config: Config) -> i32 {
-    let root = match config.root.clone() {
-        Some(root) => root,
-        None => match std::env::current_dir()
-            .map_err(|e| e.to_string())
-            .and_then(|dir| canonical_dir(&dir).map_err(|e| e.to_string()))
-        {
-            Ok(root) => root,
-            Err(error) => {
-                tracing::error!(error = %error, "cannot use the working directory as the project root");
-                return 2;
-            }
-        },
+    let root = match config.root_or_working_dir() {
+        Ok(root) => root,
+        Err(error) => {
+            tracing::error!(error = %error, "cannot start");
+            return 2;
+        }
     };
     let project = match Project::open(&config, root) {
         Ok(project) => project,

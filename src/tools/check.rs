@@ -18,9 +18,11 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::read::open_regular_file;
 use super::{Status, ToolError};
-use crate::config::{CheckSetting, Config, canonical_dir};
+use crate::config::{CheckSetting, Config};
 use crate::runner::{self, Ending, RunRequest};
+use crate::security::{PathGate, ResolvedPath};
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct CheckInput {
@@ -137,24 +139,20 @@ impl Ecosystem {
     }
 
     /// The project file that shows this ecosystem's test suite, if any.
-    fn evidence(self, root: &Path) -> Option<String> {
+    fn evidence(self, gate: &PathGate) -> Option<String> {
         match self {
-            Self::Cargo => root
-                .join("Cargo.toml")
-                .is_file()
-                .then(|| "Cargo.toml".into()),
-            Self::Go => root.join("go.mod").is_file().then(|| "go.mod".into()),
-            Self::Python => python_evidence(root),
-            Self::Npm => npm_has_test_script(root).then(|| "package.json (scripts.test)".into()),
+            Self::Cargo => project_file(gate, "Cargo.toml").map(|_| "Cargo.toml".into()),
+            Self::Go => project_file(gate, "go.mod").map(|_| "go.mod".into()),
+            Self::Python => python_evidence(gate),
+            Self::Npm => npm_has_test_script(gate).then(|| "package.json (scripts.test)".into()),
         }
     }
 }
 
-fn python_evidence(root: &Path) -> Option<String> {
-    let mentions = |file: &str, needle: &str| {
-        read_small(&root.join(file)).is_some_and(|text| text.contains(needle))
-    };
-    if root.join("pytest.ini").is_file() {
+fn python_evidence(gate: &PathGate) -> Option<String> {
+    let mentions =
+        |file: &str, needle: &str| read_small(gate, file).is_some_and(|text| text.contains(needle));
+    if project_file(gate, "pytest.ini").is_some() {
         return Some("pytest.ini".into());
     }
     for (file, needle) in [
@@ -166,19 +164,17 @@ fn python_evidence(root: &Path) -> Option<String> {
             return Some(file.into());
         }
     }
-    if root.join("conftest.py").is_file() {
+    if project_file(gate, "conftest.py").is_some() {
         return Some("conftest.py".into());
     }
-    pytest_file_under_tests(root)
+    pytest_file_under_tests(gate)
 }
 
-/// A `test_*.py` or `*_test.py` file in the `tests` folder (a few levels deep).
-fn pytest_file_under_tests(root: &Path) -> Option<String> {
-    let tests = root.join("tests");
-    if !tests.is_dir() {
-        return None;
-    }
-    walkdir::WalkDir::new(&tests)
+/// A `test_*.py` or `*_test.py` file in the `tests` folder (a few levels
+/// deep). Only names are looked at; no file is opened.
+fn pytest_file_under_tests(gate: &PathGate) -> Option<String> {
+    let tests = gate.resolve("tests").ok().filter(|dir| dir.real.is_dir())?;
+    walkdir::WalkDir::new(&tests.real)
         .max_depth(TESTS_FOLDER_DEPTH)
         .into_iter()
         .take(TESTS_FOLDER_ENTRIES)
@@ -189,16 +185,13 @@ fn pytest_file_under_tests(root: &Path) -> Option<String> {
                 && name.ends_with(".py")
                 && (name.starts_with("test_") || name.ends_with("_test.py"))
         })
-        .map(|entry| {
-            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
-            relative.to_string_lossy().replace('\\', "/")
-        })
+        .and_then(|entry| gate.relative_of(entry.path()))
 }
 
 /// package.json has a real `scripts.test` (not npm init's placeholder,
 /// which always fails).
-fn npm_has_test_script(root: &Path) -> bool {
-    let Some(text) = read_small(&root.join("package.json")) else {
+fn npm_has_test_script(gate: &PathGate) -> bool {
+    let Some(text) = read_small(gate, "package.json") else {
         return false;
     };
     let Ok(package) = serde_json::from_str::<serde_json::Value>(&text) else {
@@ -209,23 +202,31 @@ fn npm_has_test_script(root: &Path) -> bool {
         .is_some_and(|script| !script.trim().is_empty() && !script.contains("no test specified"))
 }
 
-fn read_small(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
+/// A regular file in the project, seen through the gate: detection reads
+/// project files like any tool does, so a symlink cannot lead it outside
+/// the root and a secret is never opened.
+fn project_file(gate: &PathGate, name: &str) -> Option<ResolvedPath> {
+    gate.resolve(name).ok().filter(|file| file.real.is_file())
+}
+
+/// The start of a project file, opened as the tools open files: a FIFO
+/// named `pyproject.toml` must not hang start-up.
+fn read_small(gate: &PathGate, name: &str) -> Option<String> {
+    let file = project_file(gate, name)?;
+    let opened = open_regular_file(&file.real, &file.relative).ok()?;
     let mut bytes = Vec::new();
-    file.take(DETECTION_READ_LIMIT)
+    opened
+        .take(DETECTION_READ_LIMIT)
         .read_to_end(&mut bytes)
         .ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The detected suites, named `tests` (the first) and `tests-<ecosystem>`.
-fn detect(root: &Path, timeout: Duration) -> BTreeMap<String, Check> {
+fn detect(gate: &PathGate, timeout: Duration) -> BTreeMap<String, Check> {
     ECOSYSTEMS
         .iter()
-        .filter_map(|&ecosystem| ecosystem.evidence(root).map(|file| (ecosystem, file)))
+        .filter_map(|&ecosystem| ecosystem.evidence(gate).map(|file| (ecosystem, file)))
         .enumerate()
         .map(|(index, (ecosystem, file))| {
             let name = if index == 0 {
@@ -247,8 +248,8 @@ fn detect(root: &Path, timeout: Duration) -> BTreeMap<String, Check> {
 impl CheckCatalog {
     /// Detected checks merged with the operator config: a configured name
     /// replaces a detected one, `name = false` removes it.
-    pub fn detect(config: &Config, root: &Path) -> Self {
-        let mut checks = detect(root, config.limits.check_timeout);
+    pub fn detect(config: &Config, gate: &PathGate) -> Self {
+        let mut checks = detect(gate, config.limits.check_timeout);
         for (name, setting) in &config.checks {
             match setting {
                 CheckSetting::Disabled => {
@@ -266,7 +267,7 @@ impl CheckCatalog {
             }
         }
         Self {
-            root: root.to_path_buf(),
+            root: gate.root().to_path_buf(),
             checks,
             output_chars: config.limits.output_chars,
         }
@@ -634,22 +635,17 @@ fn describe_search(dirs: &[PathBuf]) -> String {
 /// `mcp-project-helper checks`: the checks that would be offered, each
 /// with its program or why it is unavailable.
 pub fn print_catalog(config: &Config) -> ExitCode {
-    let root = match &config.root {
-        Some(root) => root.clone(),
-        None => match std::env::current_dir()
-            .map_err(|error| error.to_string())
-            .and_then(|dir| canonical_dir(&dir).map_err(|error| error.to_string()))
-        {
-            Ok(root) => root,
-            Err(error) => {
-                eprintln!(
-                    "mcp-project-helper: cannot use the working directory as the root: {error}"
-                );
-                return ExitCode::from(2);
-            }
-        },
+    let gate = match config
+        .root_or_working_dir()
+        .and_then(|root| PathGate::new(root, &config.deny_globs).map_err(|e| e.to_string()))
+    {
+        Ok(gate) => gate,
+        Err(error) => {
+            eprintln!("mcp-project-helper: {error}");
+            return ExitCode::from(2);
+        }
     };
-    let catalog = CheckCatalog::detect(config, &root);
+    let catalog = CheckCatalog::detect(config, &gate);
     // A closed stdout (`checks | head`) is not worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), catalog.report().as_bytes());
     ExitCode::SUCCESS
@@ -707,6 +703,10 @@ mod tests {
         }
     }
 
+    fn gate(root: &Path) -> PathGate {
+        PathGate::new(dunce::canonicalize(root).expect("canonical root"), &[]).expect("gate")
+    }
+
     fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("temp dir");
         for (path, content) in files {
@@ -719,12 +719,46 @@ mod tests {
 
     fn detected(files: &[(&str, &str)]) -> BTreeMap<String, Vec<String>> {
         let dir = project(files);
-        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), dir.path());
+        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), &gate(dir.path()));
         catalog
             .checks
             .into_iter()
             .map(|(name, check)| (name, check.argv))
             .collect()
+    }
+
+    /// Detection reads project files through the gate and the tools' open:
+    /// a FIFO named `pyproject.toml` is skipped, not waited on, and a
+    /// `package.json` that links outside the root is not read.
+    #[cfg(unix)]
+    #[test]
+    fn detection_never_blocks_on_special_files_nor_follows_links_out() {
+        let dir = project(&[("tests/test_x.py", "")]);
+        let outside = project(&[("package.json", r#"{"scripts":{"test":"jest"}}"#)]);
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("pyproject.toml"))
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        std::os::unix::fs::symlink(
+            outside.path().join("package.json"),
+            dir.path().join("package.json"),
+        )
+        .expect("symlink");
+        let root = dir.path().to_path_buf();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), &gate(&root));
+            let _ = sender.send(catalog.checks);
+        });
+        let checks = receiver
+            .recv_timeout(Duration::from_secs(10))
+            .expect("detection returned instead of blocking on the FIFO");
+        let found: Vec<(&str, &str)> = checks
+            .iter()
+            .map(|(name, check)| (name.as_str(), check.origin.as_str()))
+            .collect();
+        assert_eq!(found, [("tests", "detected from tests/test_x.py")]);
     }
 
     fn argv(items: &[&str]) -> Vec<String> {
@@ -802,7 +836,7 @@ mod tests {
     #[test]
     fn the_demo_project_offers_tests() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo_project");
-        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), &root);
+        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), &gate(&root));
         assert_eq!(catalog.names(), ["tests"]);
         assert_eq!(
             catalog.summaries(),
@@ -831,7 +865,7 @@ mod tests {
                 env: BTreeMap::new(),
             }),
         );
-        let catalog = CheckCatalog::detect(&config_with(settings), dir.path());
+        let catalog = CheckCatalog::detect(&config_with(settings), &gate(dir.path()));
         assert_eq!(catalog.names(), ["lint", "tests"]);
         let tests = catalog.get("tests").expect("tests");
         assert_eq!(tests.argv, argv(&["cargo", "nextest", "run"]));
@@ -846,10 +880,10 @@ mod tests {
     #[test]
     fn unknown_names_list_the_known_ones() {
         let dir = project(&[("Cargo.toml", "")]);
-        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), dir.path());
+        let catalog = CheckCatalog::detect(&config_with(BTreeMap::new()), &gate(dir.path()));
         let message = catalog.get("lint").unwrap_err().to_string();
         assert_eq!(message, "unknown check 'lint': known checks are tests");
-        let empty = CheckCatalog::detect(&config_with(BTreeMap::new()), project(&[]).path());
+        let empty = CheckCatalog::detect(&config_with(BTreeMap::new()), &gate(project(&[]).path()));
         assert!(
             empty
                 .get("tests")
@@ -985,7 +1019,7 @@ mod tests {
                     env: BTreeMap::from([("PATH".to_string(), bin.path().display().to_string())]),
                 }),
             );
-            let catalog = CheckCatalog::detect(&config, root.path());
+            let catalog = CheckCatalog::detect(&config, &gate(root.path()));
             let check = catalog.get("custom").expect("custom");
             assert_eq!(
                 catalog.resolve(check).expect("found"),
