@@ -3,11 +3,11 @@
 //! surface through search, find, list, read or get_docs; symlink escapes;
 //! a sibling folder whose name starts with the root's name.
 
-mod common;
 
+use crate::common;
 use std::path::Path;
 
-use common::{Server, TempProject, strings};
+use crate::common::{Server, TempProject, strings};
 use serde_json::{Value, json};
 
 /// Every planted secret carries this marker; no output may ever contain it.

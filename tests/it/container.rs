@@ -10,7 +10,6 @@
 //! Linux only: the image is a Linux image built from a Linux binary.
 #![cfg(target_os = "linux")]
 
-mod common;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +17,7 @@ use std::process::{Command as StdCommand, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{Server, demo_root, repo_dir};
+use crate::common::{Server, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};

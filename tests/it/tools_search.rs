@@ -2,9 +2,8 @@
 //! regex matching, case, glob and path filters, context lines, the three
 //! output modes, paging, caps, and every kind of file it must skip.
 
-mod common;
 
-use common::{Server, TempProject, hit, matches, strings};
+use crate::common::{Server, TempProject, hit, matches, strings};
 use serde_json::json;
 
 const TWO_MIB: usize = 2 * 1024 * 1024;

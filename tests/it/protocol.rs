@@ -2,12 +2,12 @@
 //! annotations and schemas, structuredContent, malformed input, concurrency,
 //! shutdown on stdin EOF, and a stdout that carries nothing but JSON-RPC.
 
-mod common;
 
+use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use common::{RawServer, Server, TempProject, demo_root, strings, text_of};
+use crate::common::{RawServer, Server, TempProject, demo_root, strings, text_of};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 

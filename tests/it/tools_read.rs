@@ -1,9 +1,8 @@
 //! read_project_file through the real binary: whole files, line ranges, the
 //! 200 KiB cap, and every refusal (folders, missing, binary, special files).
 
-mod common;
 
-use common::{Server, TempProject};
+use crate::common::{Server, TempProject};
 use serde_json::json;
 
 const CAP: usize = 200 * 1024;

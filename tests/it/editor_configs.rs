@@ -7,7 +7,6 @@
 //! Each test runs in a scratch copy of the project so the log lands in the
 //! copy's `evidence/tool-calls.log`, not in the repository.
 
-mod common;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -15,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Server, binary, demo_root, repo_dir};
+use crate::common::{Server, binary, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};

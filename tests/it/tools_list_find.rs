@@ -2,9 +2,8 @@
 //! entries, depth and count clamps, glob semantics, and the shared ignore
 //! rules (skip list, .gitignore/.ignore, deny-list).
 
-mod common;
 
-use common::{Server, TempProject, strings};
+use crate::common::{Server, TempProject, strings};
 use serde_json::{Value, json};
 
 fn sample_project() -> TempProject {

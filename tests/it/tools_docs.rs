@@ -3,9 +3,8 @@
 //! best first; without one, one entry per file; caps on results and
 //! snippets; `--docs` moves the docs root.
 
-mod common;
 
-use common::{Server, TempProject, demo_root};
+use crate::common::{self, Server, TempProject, demo_root};
 use serde_json::{Value, json};
 
 fn sample_project() -> TempProject {

@@ -1,14 +1,14 @@
 //! `run_project_check` and the `checks` subcommand, through the real binary
 //! and a real MCP client over stdio.
 
-mod common;
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{RawServer, Server, binary, demo_root, text_of};
+use crate::common::{RawServer, Server, binary, demo_root, text_of};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};

@@ -1,9 +1,8 @@
 //! The prototype's verification requests, against demo_project, through
 //! rmcp's client: what an assistant does first in a new project.
 
-mod common;
 
-use common::{Server, demo_root, hit, matches, strings};
+use crate::common::{Server, demo_root, hit, matches, strings};
 use serde_json::json;
 
 #[tokio::test]

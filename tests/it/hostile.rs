@@ -3,12 +3,11 @@
 //! arguments. Every call must answer (a result or a tool error, never a
 //! hang), and the server must keep serving afterwards.
 
-mod common;
 
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{Server, TempProject, binary, strings};
+use crate::common::{Server, TempProject, binary, strings};
 use rmcp::ServiceExt;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};

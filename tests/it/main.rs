@@ -1,0 +1,19 @@
+//! The integration tests, as one binary: each module starts the real server
+//! and talks to it over stdio. One binary links once, which matters on
+//! small machines (see uv's `tests/it`).
+
+mod checks;
+mod common;
+mod container;
+mod demo_requests;
+mod editor_configs;
+mod evidence;
+mod hostile;
+mod protocol;
+mod release_config;
+mod roots;
+mod security;
+mod tools_docs;
+mod tools_list_find;
+mod tools_read;
+mod tools_search;
