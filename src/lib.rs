@@ -6,11 +6,14 @@
 //! module per tool, protocol-free), `server` (registers the tools and
 //! converts results), `main` (the command line).
 
+pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod editor_config;
+pub mod glob;
 pub mod logging;
 pub mod project;
+pub mod report;
 pub mod runner;
 pub mod security;
 pub mod server;

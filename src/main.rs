@@ -7,7 +7,7 @@ use clap::Parser;
 
 use mcp_project_helper::cli::{Cli, Command};
 use mcp_project_helper::config::Config;
-use mcp_project_helper::{editor_config, logging, server, tools};
+use mcp_project_helper::{editor_config, logging, report, server};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Some(Command::Checks) => tools::check::print_catalog(&config),
+        Some(Command::Checks) => report::print_checks(&config),
         Some(Command::Config(args)) => editor_config::print_snippet(&args, &config),
         None => {
             if let Err(error) = logging::init(&config) {

@@ -1,7 +1,8 @@
 //! What the tools work on: the project root behind its gate, the docs
 //! folder, and the checks offered for that root. Built once per root; the
 //! root changes only when the operator did not fix one and the client's
-//! roots change.
+//! roots change (adopting a client root, `file://` URIs included, is here;
+//! asking the client is the server's).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use std::time::Duration;
 
 use tokio::sync::{RwLock, watch};
 
-use crate::config::Config;
+use crate::checks::CheckCatalog;
+use crate::config::{Config, canonical_dir};
 use crate::security::PathGate;
-use crate::tools::check::CheckCatalog;
 
 #[derive(Debug)]
 pub struct Project {
@@ -90,5 +91,88 @@ impl ProjectSlot {
 
     pub fn set_resolving(&self, busy: bool) {
         self.resolving.send_replace(busy);
+    }
+
+    /// Makes the first usable `file://` URI among the client's roots the
+    /// project root. True when the project changed (the tool list with it).
+    pub async fn adopt_client_root<'a>(
+        &self,
+        config: &Config,
+        uris: impl IntoIterator<Item = &'a str>,
+    ) -> bool {
+        let Some(path) = uris.into_iter().find_map(file_uri_to_path) else {
+            tracing::info!("client offered no file:// root; keeping the current root");
+            return false;
+        };
+        let root = match canonical_dir(&path) {
+            Ok(root) => root,
+            Err(error) => {
+                tracing::warn!(error = %error, "client root is unusable; keeping the current root");
+                return false;
+            }
+        };
+        if self.current().await.root() == root {
+            return false;
+        }
+        match Project::open(config, root.clone()) {
+            Ok(project) => {
+                tracing::info!(root = %root.display(), "project root taken from the client's roots");
+                self.replace(project).await;
+                true
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot open the client's root");
+                false
+            }
+        }
+    }
+}
+
+/// `file:///home/me/proj` → `/home/me/proj`; `file:///C:/proj` → `C:/proj`.
+fn file_uri_to_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    let decoded = percent_decode(rest)?;
+    let looks_like_drive = decoded.len() >= 3
+        && decoded.as_bytes()[0] == b'/'
+        && decoded.as_bytes()[1].is_ascii_alphabetic()
+        && decoded.as_bytes()[2] == b':';
+    let path = if looks_like_drive && cfg!(windows) {
+        &decoded[1..]
+    } else {
+        &decoded[..]
+    };
+    Some(PathBuf::from(path))
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_uri_to_path("file:///home/me/my%20proj"),
+            Some(PathBuf::from("/home/me/my proj"))
+        );
+        assert_eq!(file_uri_to_path("https://x"), None);
+        assert_eq!(file_uri_to_path("file:///bad%zz"), None);
     }
 }

@@ -18,7 +18,7 @@ use ignore::{DirEntry, WalkBuilder, WalkState};
 
 use crate::security::{PathGate, ResolvedPath};
 
-/// Folder names never descended into (besides the deny-listed `.git`).
+/// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
 const SKIPPED_DIR_SUFFIX: &str = ".egg-info";
 
@@ -84,17 +84,18 @@ fn ensure_readable(start: &ResolvedPath) -> io::Result<()> {
     Ok(())
 }
 
-/// Visits every visible entry below `start` in [`path_order`], one at a
-/// time, until `visit` breaks: the search stops walking once it has enough.
+/// Visits every visible entry below `start` (down to `max_depth` levels) in
+/// [`path_order`], one at a time, until `visit` breaks: the search stops walking once it has enough.
 /// Files come without `size`: a `stat` by path per file costs about as much
 /// as the walk itself, and the search learns the size from the opened file.
 pub fn walk_sorted(
     gate: &PathGate,
     start: &ResolvedPath,
+    max_depth: Option<usize>,
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> io::Result<()> {
     ensure_readable(start)?;
-    let walker = builder(gate, start, None)
+    let walker = builder(gate, start, max_depth)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
@@ -136,8 +137,10 @@ fn builder(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> W
     builder
 }
 
-/// Two threads per core keep the disk busy without swamping a small machine.
-fn worker_threads() -> usize {
+/// Threads for walking and searching: one per core, at least two so that
+/// disk waits overlap even on one core, at most twelve because more only
+/// contend. Search uses the same count for its workers.
+pub fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get().clamp(2, 12))
         .unwrap_or(2)
@@ -230,7 +233,8 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry>
     })
 }
 
-/// `path` relative to `root`, `/`-separated; runs twice for every entry.
+/// `path` relative to `root`, `/`-separated; runs once per file and twice
+/// per folder (pruning, then reporting), so it must stay cheap.
 #[cfg(unix)]
 fn relative_to(root: &Path, path: &Path) -> Option<String> {
     use std::os::unix::ffi::OsStrExt;

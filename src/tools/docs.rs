@@ -29,9 +29,9 @@ pub struct DocsInput {
     /// Words or phrase to look for in headings and text (case-insensitive). Omit to list the documents.
     #[serde(default)]
     pub query: Option<String>,
-    /// Maximum number of results: default 10, at most 50.
+    /// Maximum number of results to return.
     #[serde(default = "default_max_results")]
-    #[schemars(schema_with = "super::whole_number_schema")]
+    #[schemars(range(min = 1, max = MAX_RESULTS_CAP))]
     pub max_results: usize,
 }
 
@@ -46,7 +46,7 @@ pub struct DocResult {
     pub file: String,
     /// The section's heading (a document's title when listing documents).
     pub heading: String,
-    /// The section's text, up to 800 characters, starting near the first match.
+    /// An excerpt of the section's text, starting near the first match.
     pub snippet: String,
     /// 1-based line of the heading in the file.
     pub line: u64,

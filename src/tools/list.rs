@@ -16,13 +16,13 @@ pub struct ListInput {
     /// Folder relative to the project root, `/`-separated; `.` (the default) is the root.
     #[serde(default = "default_path")]
     pub path: String,
-    /// How many levels to descend, 1 to 5 (1 = direct children only). Values outside are clamped.
+    /// How many levels to descend (1 = direct children only).
     #[serde(default = "default_depth")]
-    #[schemars(schema_with = "super::whole_number_schema")]
+    #[schemars(range(min = 1, max = MAX_DEPTH))]
     pub depth: u32,
-    /// Maximum number of entries to return (default 500, at most 2000).
+    /// Maximum number of entries to return.
     #[serde(default = "default_max_entries")]
-    #[schemars(schema_with = "super::whole_number_schema")]
+    #[schemars(range(min = 1, max = MAX_ENTRIES_CAP))]
     pub max_entries: usize,
 }
 

@@ -12,8 +12,7 @@ pub mod search;
 
 use crate::security::PathError;
 
-/// Every output struct carries `"status": "success"`; the field is a
-/// constant so that callers cannot forget it.
+/// `success`; `error` only when a check did not run to its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(inline)]
@@ -35,6 +34,13 @@ pub enum ToolError {
     Io { path: String, message: String },
 }
 
+/// A bad glob is bad input like any other.
+impl From<crate::glob::GlobError> for ToolError {
+    fn from(error: crate::glob::GlobError) -> Self {
+        Self::Invalid(error.to_string())
+    }
+}
+
 impl ToolError {
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::Invalid(message.into())
@@ -46,12 +52,6 @@ impl ToolError {
             message: error.to_string(),
         }
     }
-}
-
-/// Input counts and limits as a plain non-negative `integer`, without
-/// schemars' `uint`/`uint64` formats, which some clients do not know.
-pub fn whole_number_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "integer", "minimum": 0})
 }
 
 /// Cuts `text` to at most `max_chars` characters, on a character boundary.

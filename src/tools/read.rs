@@ -22,7 +22,7 @@ pub struct ReadInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "line_number_schema")]
     pub start_line: Option<u64>,
-    /// Last line to return, 1-based and inclusive. Omit to read to the end (content is capped at 200 KiB).
+    /// Last line to return, 1-based and inclusive. Omit to read to the end (content is capped in size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "line_number_schema")]
     pub end_line: Option<u64>,
@@ -44,7 +44,7 @@ pub struct ReadOutput {
     pub content: String,
     /// The whole file's size in bytes.
     pub size: u64,
-    /// True when the content was cut at 200 KiB; read on with a higher `start_line`.
+    /// True when the content was cut at the size cap; read on with a higher `start_line`.
     pub truncated: bool,
     /// First line returned (1-based).
     pub start_line: u64,

@@ -19,9 +19,9 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::find::{PathGlob, below};
 use super::read::{SNIFF_BYTES, looks_binary, open_without_following};
 use super::{Status, ToolError, cut_chars};
+use crate::glob::{PathGlob, below};
 use crate::security::PathGate;
 use crate::walk::{self, Entry, EntryKind};
 
@@ -61,9 +61,9 @@ pub struct SearchInput {
     /// Folder (or single file) to search, relative to the project root; `.` (the default) is the root.
     #[serde(default = "default_path")]
     pub path: String,
-    /// Maximum number of results (matches, files or counts) to return: default 50, at most 200.
+    /// Maximum number of results (matches, files or counts) to return.
     #[serde(default = "default_max_results")]
-    #[schemars(schema_with = "super::whole_number_schema")]
+    #[schemars(range(min = 1, max = MAX_RESULTS_CAP))]
     pub max_results: usize,
     /// Treat `query` as a Rust regex (e.g. `fn \w+_discount`). Default false: exact substring.
     #[serde(default)]
@@ -74,16 +74,15 @@ pub struct SearchInput {
     /// Only search files matching this glob, e.g. `*.py` (file name at any depth) or `src/**/*.rs` (path relative to `path`).
     #[serde(default)]
     pub glob: Option<String>,
-    /// Lines of context before and after each match, 0 to 10 (adds `before`/`after` arrays).
+    /// Lines of context before and after each match (adds `before`/`after` arrays).
     #[serde(default)]
-    #[schemars(schema_with = "super::whole_number_schema")]
+    #[schemars(range(min = 0, max = MAX_CONTEXT_LINES))]
     pub context_lines: usize,
     /// `content` (default): matching lines; `files_with_matches`: file paths only; `count`: matches per file.
     #[serde(default)]
     pub output_mode: OutputMode,
     /// Skip this many results first, for paging (use with max_results).
     #[serde(default)]
-    #[schemars(schema_with = "super::whole_number_schema")]
     pub offset: usize,
 }
 
@@ -104,7 +103,7 @@ pub struct SearchMatch {
     pub file: String,
     /// 1-based line number.
     pub line: u64,
-    /// The matching line (cut to 300 characters around the match).
+    /// The matching line (a long line is cut around the match).
     pub text: String,
     /// Lines before the match, oldest first (only with context_lines > 0).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -387,9 +386,7 @@ fn search_tree(
     plan: &Plan,
     accept: impl Fn(&Entry) -> bool,
 ) -> std::io::Result<Vec<FileHits>> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get().clamp(1, 12))
-        .unwrap_or(2);
+    let workers = walk::worker_threads();
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(Prefix::default());
     let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
@@ -424,7 +421,7 @@ fn search_tree(
         }
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH_FILES);
-        let walked = walk::walk_sorted(gate, start, |entry| {
+        let walked = walk::walk_sorted(gate, start, None, |entry| {
             if stop.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }

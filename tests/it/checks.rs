@@ -1,7 +1,6 @@
 //! `run_project_check` and the `checks` subcommand, through the real binary
 //! and a real MCP client over stdio.
 
-
 use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

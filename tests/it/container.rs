@@ -10,7 +10,6 @@
 //! Linux only: the image is a Linux image built from a Linux binary.
 #![cfg(target_os = "linux")]
 
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command as StdCommand, Stdio};

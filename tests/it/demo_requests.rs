@@ -1,7 +1,6 @@
 //! The prototype's verification requests, against demo_project, through
 //! rmcp's client: what an assistant does first in a new project.
 
-
 use crate::common::{Server, demo_root, hit, matches, strings};
 use serde_json::json;
 

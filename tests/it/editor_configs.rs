@@ -7,7 +7,6 @@
 //! Each test runs in a scratch copy of the project so the log lands in the
 //! copy's `evidence/tool-calls.log`, not in the repository.
 
-
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

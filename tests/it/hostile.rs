@@ -3,7 +3,6 @@
 //! arguments. Every call must answer (a result or a tool error, never a
 //! hang), and the server must keep serving afterwards.
 
-
 use std::path::Path;
 use std::process::Stdio;
 

@@ -2,7 +2,6 @@
 //! annotations and schemas, structuredContent, malformed input, concurrency,
 //! shutdown on stdin EOF, and a stdout that carries nothing but JSON-RPC.
 
-
 use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;

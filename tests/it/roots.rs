@@ -2,7 +2,6 @@
 //! the client's first root becomes the project, and a roots change moves it.
 #![allow(deprecated)] // roots are deprecated in 2026-07-28; 2025 clients use them
 
-
 use crate::common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,6 @@
 //! surface through search, find, list, read or get_docs; symlink escapes;
 //! a sibling folder whose name starts with the root's name.
 
-
 use crate::common;
 use std::path::Path;
 

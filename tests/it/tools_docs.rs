@@ -3,7 +3,6 @@
 //! best first; without one, one entry per file; caps on results and
 //! snippets; `--docs` moves the docs root.
 
-
 use crate::common::{self, Server, TempProject, demo_root};
 use serde_json::{Value, json};
 

@@ -2,7 +2,6 @@
 //! entries, depth and count clamps, glob semantics, and the shared ignore
 //! rules (skip list, .gitignore/.ignore, deny-list).
 
-
 use crate::common::{Server, TempProject, strings};
 use serde_json::{Value, json};
 

@@ -1,7 +1,6 @@
 //! read_project_file through the real binary: whole files, line ranges, the
 //! 200 KiB cap, and every refusal (folders, missing, binary, special files).
 
-
 use crate::common::{Server, TempProject};
 use serde_json::json;
 

@@ -2,7 +2,6 @@
 //! regex matching, case, glob and path filters, context lines, the three
 //! output modes, paging, caps, and every kind of file it must skip.
 
-
 use crate::common::{Server, TempProject, hit, matches, strings};
 use serde_json::json;
 

@@ -1,0 +1,110 @@
+//! The glob matcher behind find's `pattern` and search's `glob`, one
+//! semantics for both: `*` and `?` never cross `/`, `**` does, `{a,b}`
+//! alternates, and a pattern without `/` matches the file name at any depth.
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// A pattern that is empty or does not parse; the message says what is
+/// allowed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GlobError(String);
+
+/// A glob with the SPEC's semantics: without `/` it is tried on the file
+/// name, with `/` on the path relative to the tool's `path`.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    matcher: GlobMatcher,
+    on_name: bool,
+}
+
+impl PathGlob {
+    pub fn new(pattern: &str) -> Result<Self, GlobError> {
+        let trimmed = pattern.trim().trim_start_matches("./");
+        if trimmed.is_empty() {
+            return Err(GlobError(
+                "glob is empty; give a pattern such as '*.py', '**/*.rs' or 'src/*.{ts,tsx}'"
+                    .to_string(),
+            ));
+        }
+        let glob = GlobBuilder::new(trimmed)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|error| {
+                GlobError(format!(
+                    "invalid glob {pattern:?}: {}; use *, ?, **, [abc] and {{a,b}}",
+                    error.kind()
+                ))
+            })?;
+        Ok(Self {
+            matcher: glob.compile_matcher(),
+            on_name: !trimmed.contains('/'),
+        })
+    }
+
+    /// `below` is the path relative to the tool's `path`, `/`-separated.
+    pub fn is_match(&self, below: &str) -> bool {
+        if self.on_name {
+            let name = below.rsplit('/').next().unwrap_or(below);
+            self.matcher.is_match(name)
+        } else {
+            self.matcher.is_match(below)
+        }
+    }
+}
+
+/// The part of a root-relative `entry` below the root-relative folder `base`.
+pub fn below<'a>(base: &str, entry: &'a str) -> &'a str {
+    if base == "." {
+        entry
+    } else {
+        entry
+            .strip_prefix(base)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_without_a_slash_match_at_any_depth() {
+        let glob = PathGlob::new("*.py").expect("glob");
+        assert!(glob.is_match("a/b/c.py"));
+        assert!(!glob.is_match("a/b/c.pyc"));
+        let glob = PathGlob::new("src/*.rs").expect("glob");
+        assert!(glob.is_match("src/main.rs"));
+        assert!(!glob.is_match("src/deep/main.rs"));
+        assert!(
+            PathGlob::new("src/**/*.rs")
+                .expect("glob")
+                .is_match("src/deep/main.rs")
+        );
+    }
+
+    #[test]
+    fn bad_globs_say_what_is_allowed() {
+        assert!(
+            PathGlob::new("a[")
+                .unwrap_err()
+                .to_string()
+                .contains("use *, ?")
+        );
+        assert!(
+            PathGlob::new("")
+                .unwrap_err()
+                .to_string()
+                .contains("glob is empty")
+        );
+    }
+
+    #[test]
+    fn below_strips_the_base_folder() {
+        assert_eq!(below(".", "src/a.rs"), "src/a.rs");
+        assert_eq!(below("src", "src/a.rs"), "a.rs");
+        assert_eq!(below("src", "srcx/a.rs"), "srcx/a.rs");
+    }
+}

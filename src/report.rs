@@ -1,0 +1,93 @@
+//! `mcp-project-helper checks`: the checks that would be offered for the
+//! root, each with its program or why it is unavailable. Output for a
+//! person at a terminal, never for the protocol.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use crate::checks::{CheckCatalog, display_command};
+use crate::config::Config;
+use crate::security::PathGate;
+
+pub fn print_checks(config: &Config) -> ExitCode {
+    let gate = match config
+        .root_or_working_dir()
+        .and_then(|root| PathGate::new(root, &config.deny_globs).map_err(|e| e.to_string()))
+    {
+        Ok(gate) => gate,
+        Err(error) => {
+            eprintln!("mcp-project-helper: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let catalog = CheckCatalog::detect(config, &gate);
+    // A closed stdout (`checks | head`) is not worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), checks_report(&catalog).as_bytes());
+    ExitCode::SUCCESS
+}
+
+fn checks_report(catalog: &CheckCatalog) -> String {
+    let mut out = String::new();
+    let root = catalog.root().display();
+    if catalog.iter().next().is_none() {
+        let _ = writeln!(
+            out,
+            "No checks are offered for {root}: no Cargo.toml, go.mod, pytest setup or package.json test script was found, and the operator config adds none."
+        );
+        return out;
+    }
+    let _ = writeln!(out, "Checks offered for {root}:");
+    for (name, check) in catalog.iter() {
+        let _ = writeln!(out, "\n{name}: {}", display_command(&check.argv));
+        let _ = writeln!(out, "  from:    {}", check.origin);
+        match catalog.resolve(check) {
+            Ok(program) => {
+                let _ = writeln!(out, "  program: {}", program.display());
+            }
+            Err(reason) => {
+                let _ = writeln!(out, "  unavailable: {reason}");
+            }
+        }
+        let _ = writeln!(out, "  timeout: {}s", check.timeout.as_secs());
+        if !check.env.is_empty() {
+            let keys = check.env.keys().cloned().collect::<Vec<_>>().join(", ");
+            let _ = writeln!(out, "  env:     {keys}");
+        }
+    }
+    out
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::checks::fixtures::{argv, config_with, gate};
+    use crate::config::{CheckSetting, CheckSpec};
+
+    #[test]
+    fn the_report_names_each_check_and_its_program() {
+        let bin = tempfile::tempdir().expect("bin");
+        let program = bin.path().join("only-here");
+        std::fs::write(&program, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let root = tempfile::tempdir().expect("root");
+        let mut config = config_with(BTreeMap::new());
+        config.checks.insert(
+            "custom".to_string(),
+            CheckSetting::Defined(CheckSpec {
+                argv: argv(&["only-here"]),
+                timeout: None,
+                env: BTreeMap::from([("PATH".to_string(), bin.path().display().to_string())]),
+            }),
+        );
+        let report = checks_report(&CheckCatalog::detect(&config, &gate(root.path())));
+        assert!(report.contains("custom: only-here"), "{report}");
+        assert!(
+            report.contains(&format!("program: {}", program.display())),
+            "{report}"
+        );
+        assert!(report.contains("env:     PATH"), "{report}");
+    }
+}
