@@ -3,15 +3,13 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, binary, demo_root, text_of};
+use crate::common::{RawServer, Server, demo_root, text_of};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -162,23 +160,12 @@ async fn start_recording_client(
     RunningService<RoleClient, ProgressRecorder>,
     ProgressRecorder,
 ) {
-    let root = setup.root().to_path_buf();
-    let config = setup.config.clone();
-    let command = tokio::process::Command::new(binary()).configure(move |cmd| {
-        cmd.arg("--root")
-            .arg(&root)
-            .arg("--config")
-            .arg(&config)
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG");
-    });
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn server");
+    let config = setup.config.to_string_lossy().into_owned();
+    let command = common::server_command(Some(setup.root()), &["--config", &config]);
     let recorder = ProgressRecorder::default();
-    let client = recorder.clone().serve(transport).await.expect("initialize");
+    let client = common::connect(recorder.clone(), command)
+        .await
+        .expect("server starts");
     (client, recorder)
 }
 
@@ -582,14 +569,7 @@ async fn a_second_check_waits_its_turn_and_says_so() {
 // The `checks` subcommand and start-up validation.
 
 fn run_cli(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(binary())
-        .args(args)
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
-        .env_remove("MCP_PROJECT_HELPER_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the binary")
+    common::cli_command(args).output().expect("run the binary")
 }
 
 #[test]

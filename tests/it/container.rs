@@ -5,18 +5,18 @@
 //! `tests/support/build-image.sh` builds the static binary and the
 //! Dockerfile's `prebuilt` stage once per test run; `tests/support/podman.sh`
 //! uses a running Docker engine, else podman with this machine's settings.
-//! The tests skip (with a message) only when neither exists.
+//! The tests skip (with a message) only when neither exists; under
+//! `CI=true` that is a failure.
 //!
 //! Linux only: the image is a Linux image built from a Linux binary.
 #![cfg(target_os = "linux")]
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::common::{Server, demo_root, repo_dir};
+use crate::common::{self, Server, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -30,27 +30,15 @@ fn support(script: &str) -> PathBuf {
     repo_dir().join("tests").join("support").join(script)
 }
 
-fn succeeds(program: &str, args: &[&str]) -> bool {
-    StdCommand::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 /// The image tag, built on first use; `None` when no container engine exists.
 fn image() -> Option<&'static str> {
     static IMAGE: OnceLock<Option<String>> = OnceLock::new();
     IMAGE
         .get_or_init(|| {
-            if !succeeds("docker", &["info"]) && !succeeds("podman", &["--version"]) {
-                // Written to the real stderr, past the test harness's
-                // capture, so the skip is visible in every run.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED container tests: neither podman nor a running Docker engine was \
-                     found (install podman and runc, or start Docker)"
+            if common::container_engine().is_none() {
+                common::cannot_run(
+                    "container tests",
+                    "neither podman nor a running Docker engine was found (install podman and runc, or start Docker)",
                 );
                 return None;
             }

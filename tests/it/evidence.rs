@@ -9,11 +9,14 @@
 //! `evidence/.venv` and `evidence/node_modules` and builds the release binary
 //! into `target/static`; later runs reuse them. Skips only when no container
 //! engine exists at all (as every container test does) or when
-//! `MCP_PROJECT_HELPER_SKIP_EVIDENCE=1` is set. Linux only: the image and
+//! `MCP_PROJECT_HELPER_SKIP_EVIDENCE=1` is set, and says so; under
+//! `CI=true` either is a failure. Linux only: the image and
 //! the static binary it holds are Linux x86_64/aarch64.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
+
+use crate::common;
 use std::process::Command;
 
 fn runs(program: &str, args: &[&str]) -> bool {
@@ -23,28 +26,20 @@ fn runs(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|output| output.status.success())
 }
 
-fn container_engine() -> Option<&'static str> {
-    if runs("docker", &["info"]) {
-        Some("docker")
-    } else if runs("podman", &["--version"]) {
-        Some("podman")
-    } else {
-        None
-    }
-}
-
 #[test]
 fn six_requests_pass_with_both_clients_against_binary_and_image() {
     if std::env::var_os("MCP_PROJECT_HELPER_SKIP_EVIDENCE").is_some_and(|value| value == "1") {
-        eprintln!(
-            "SKIPPED: MCP_PROJECT_HELPER_SKIP_EVIDENCE=1 is set; evidence/run.sh --check did not run"
+        common::cannot_run(
+            "the evidence check",
+            "MCP_PROJECT_HELPER_SKIP_EVIDENCE=1 is set; evidence/run.sh --check did not run",
         );
         return;
     }
-    let Some(engine) = container_engine() else {
-        eprintln!(
-            "SKIPPED: neither docker with a running engine nor podman exists, so the image cannot run; \
-             install podman and runc (apt-get install -y podman runc) to run the evidence check"
+    let Some(engine) = common::container_engine() else {
+        common::cannot_run(
+            "the evidence check",
+            "neither docker with a running engine nor podman exists, so the image cannot run; \
+             install podman and runc (apt-get install -y podman runc)",
         );
         return;
     };

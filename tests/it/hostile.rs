@@ -6,11 +6,8 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::common::{Server, TempProject, binary, strings};
-use rmcp::ServiceExt;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use crate::common::{self, Server, TempProject, strings};
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 /// Proves the server still answers, and answers correctly.
 async fn still_serving(server: &Server) {
@@ -102,8 +99,9 @@ async fn device_nodes_inside_the_root_are_refused() {
             .is_ok_and(|status| status.success())
     });
     if !made {
-        eprintln!(
-            "SKIPPED device_nodes_inside_the_root_are_refused: mknod is not permitted here (needs root)"
+        common::cannot_run(
+            "device_nodes_inside_the_root_are_refused",
+            "mknod is not permitted here (needs root)",
         );
         return;
     }
@@ -540,21 +538,9 @@ async fn start_unprivileged(root: &Path) -> Option<Server> {
     if effective_uid() != 0 {
         return Some(Server::start(root).await);
     }
-    let root = root.to_path_buf();
-    let command = Command::new(binary()).configure(move |cmd| {
-        cmd.arg("--root")
-            .arg(&root)
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG")
-            .uid(65534)
-            .gid(65534);
-    });
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let client = ().serve(transport).await.ok()?;
+    let mut command = common::server_command(Some(root), &[]);
+    command.uid(65534).gid(65534);
+    let client = common::connect((), command).await.ok()?;
     Some(Server { client })
 }
 
@@ -602,8 +588,9 @@ fn permission_project() -> LockedProject {
 async fn permission_denied_files_and_folders() {
     let project = permission_project();
     let Some(server) = start_unprivileged(&project.0.root).await else {
-        eprintln!(
-            "SKIPPED permission_denied_files_and_folders: running as root and cannot start the server as uid 65534, so file modes would not apply"
+        common::cannot_run(
+            "permission_denied_files_and_folders",
+            "running as root and cannot start the server as uid 65534, so file modes would not apply",
         );
         return;
     };
@@ -660,7 +647,10 @@ async fn permission_denied_files_and_folders() {
 async fn a_file_behind_an_unreadable_folder_is_reported_as_unreadable() {
     let project = permission_project();
     let Some(server) = start_unprivileged(&project.0.root).await else {
-        eprintln!("SKIPPED: cannot drop privileges here");
+        common::cannot_run(
+            "a_file_behind_an_unreadable_folder_is_reported_as_unreadable",
+            "running as root and cannot start the server as uid 65534",
+        );
         return;
     };
     for path in ["locked_dir/inner.txt", "blind_dir/seen.txt"] {
@@ -680,8 +670,9 @@ async fn a_file_behind_an_unreadable_folder_is_reported_as_unreadable() {
 async fn search_survives_unreadable_files_and_folders() {
     let project = permission_project();
     let Some(server) = start_unprivileged(&project.0.root).await else {
-        eprintln!(
-            "SKIPPED search_survives_unreadable_files_and_folders: cannot drop privileges here"
+        common::cannot_run(
+            "search_survives_unreadable_files_and_folders",
+            "running as root and cannot start the server as uid 65534",
         );
         return;
     };

@@ -10,8 +10,7 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ListRootsResult, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
 #[derive(Clone)]
@@ -82,17 +81,11 @@ async fn the_clients_first_root_becomes_the_project_and_follows_changes() {
         ])),
         tool_list_changes: Arc::new(Mutex::new(0)),
     };
-    let cwd = elsewhere.path().to_path_buf();
-    let command = tokio::process::Command::new(common::binary()).configure(move |cmd| {
-        cmd.current_dir(&cwd)
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT");
-    });
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = handler.clone().serve(transport).await.expect("initialize");
+    let mut command = common::server_command(None, &[]);
+    command.current_dir(elsewhere.path());
+    let client = common::connect(handler.clone(), command)
+        .await
+        .expect("server starts");
 
     // The first call already waits for the roots answer.
     assert_eq!(find_names(&client).await, vec!["first.txt"]);
@@ -120,15 +113,10 @@ async fn a_configured_root_ignores_the_clients_roots() {
         roots: Arc::new(Mutex::new(vec![file_uri(client_root.path())])),
         tool_list_changes: Arc::new(Mutex::new(0)),
     };
-    let demo = common::demo_root();
-    let command = tokio::process::Command::new(common::binary()).configure(move |cmd| {
-        cmd.arg("--root").arg(&demo);
-    });
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = handler.serve(transport).await.expect("initialize");
+    let command = common::server_command(Some(&common::demo_root()), &[]);
+    let client = common::connect(handler, command)
+        .await
+        .expect("server starts");
     assert!(
         find_names(&client).await.is_empty(),
         "demo_project has no .txt files"

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -26,6 +26,89 @@ pub fn demo_root() -> PathBuf {
     repo_dir().join("demo_project")
 }
 
+/// Variables that would set the root or config of a server the tests start
+/// from whoever runs the tests.
+const SETTINGS_ENV: [&str; 3] = [
+    "MCP_PROJECT_HELPER_ROOT",
+    "PROJECT_ROOT",
+    "MCP_PROJECT_HELPER_CONFIG",
+];
+
+/// The server's command with a clean environment. `root: None` leaves the
+/// root to the client's roots or the working directory.
+pub fn server_command(root: Option<&Path>, args: &[&str]) -> Command {
+    let mut command = Command::new(binary());
+    if let Some(root) = root {
+        command.arg("--root").arg(root);
+    }
+    command.args(args);
+    for name in SETTINGS_ENV {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// The binary as a command-line program (`checks`, `config`), with a clean
+/// environment and no stdin.
+pub fn cli_command(args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(binary());
+    command.args(args).stdin(Stdio::null());
+    for name in SETTINGS_ENV {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Spawns `command` and completes the MCP handshake with `handler` as the
+/// client; the server's stderr is discarded.
+pub async fn connect<H: ClientHandler>(
+    handler: H,
+    command: Command,
+) -> Result<RunningService<RoleClient, H>, String> {
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| format!("spawn server: {error}"))?;
+    handler
+        .serve(transport)
+        .await
+        .map_err(|error| format!("initialize: {error}"))
+}
+
+/// A test that cannot run here says so on stderr, visibly. Under `CI=true`
+/// that is a failure: CI installs everything the tests need, so a missing
+/// tool there is a broken setup, not a pass.
+pub fn cannot_run(test: &str, reason: &str) {
+    if std::env::var("CI").is_ok_and(|value| value == "true") {
+        panic!("{test} cannot run under CI=true: {reason}");
+    }
+    // Past the harness's capture, so the skip shows in every run.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("SKIPPED {test}: {reason}\n").as_bytes(),
+    );
+}
+
+/// The container engine the image tests use: Docker when its engine runs,
+/// else podman; `None` when neither is usable.
+pub fn container_engine() -> Option<&'static str> {
+    let runs = |program: &str, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    if runs("docker", &["info"]) {
+        Some("docker")
+    } else if runs("podman", &["--version"]) {
+        Some("podman")
+    } else {
+        None
+    }
+}
+
 /// A running server driven by rmcp's client.
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
@@ -35,26 +118,9 @@ impl Server {
     /// Starts the binary with `--root root` plus `args`, and the given
     /// extra environment variables.
     pub async fn start_with(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
-        let root = root.to_path_buf();
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let command = Command::new(binary()).configure(move |cmd| {
-            cmd.arg("--root").arg(&root).args(&args);
-            for (key, value) in &env {
-                cmd.env(key, value);
-            }
-            cmd.env_remove("MCP_PROJECT_HELPER_ROOT")
-                .env_remove("PROJECT_ROOT")
-                .env_remove("MCP_PROJECT_HELPER_CONFIG");
-        });
-        let (transport, _stderr) = TokioChildProcess::builder(command)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server");
-        let client = ().serve(transport).await.expect("initialize");
+        let mut command = server_command(Some(root), args);
+        command.envs(env.iter().copied());
+        let client = connect((), command).await.expect("server starts");
         Server { client }
     }
 
@@ -131,13 +197,7 @@ pub struct RawServer {
 
 impl RawServer {
     pub fn start(root: &Path, args: &[&str]) -> RawServer {
-        let mut child = Command::new(binary())
-            .arg("--root")
-            .arg(root)
-            .args(args)
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG")
+        let mut child = server_command(Some(root), args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
