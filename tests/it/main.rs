@@ -12,6 +12,7 @@ mod hostile;
 mod protocol;
 mod release_config;
 mod roots;
+mod schemas;
 mod security;
 mod tools_docs;
 mod tools_list_find;
