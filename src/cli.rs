@@ -1,4 +1,4 @@
-//! The command line. Flags win over environment variables (clap's `env`).
+//! The command line. Flags win over environment variables: `ServerArgs::overrides` merges them by hand (clap only parses the flags), so that an empty variable counts as unset.
 
 use std::path::PathBuf;
 

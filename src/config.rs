@@ -16,7 +16,7 @@ pub const DEFAULT_CHECK_TIMEOUT_SECONDS: u64 = 60;
 /// Default number of characters kept from each check output stream.
 pub const DEFAULT_OUTPUT_CHARS: usize = 20_000;
 
-/// Values taken from flags and environment variables (clap merges the two).
+/// Values taken from flags and environment variables (merged in `cli::ServerArgs::overrides`).
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub root: Option<PathBuf>,

@@ -59,30 +59,13 @@ fn checks_report(catalog: &CheckCatalog) -> String {
 
 #[cfg(all(test, unix))]
 mod tests {
-    use std::collections::BTreeMap;
-    use std::os::unix::fs::PermissionsExt;
-
     use super::*;
-    use crate::checks::fixtures::{argv, config_with, gate};
-    use crate::config::{CheckSetting, CheckSpec};
+    use crate::checks::fixtures::catalog_with_own_path;
 
     #[test]
     fn the_report_names_each_check_and_its_program() {
-        let bin = tempfile::tempdir().expect("bin");
-        let program = bin.path().join("only-here");
-        std::fs::write(&program, "#!/bin/sh\n").expect("write");
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let root = tempfile::tempdir().expect("root");
-        let mut config = config_with(BTreeMap::new());
-        config.checks.insert(
-            "custom".to_string(),
-            CheckSetting::Defined(CheckSpec {
-                argv: argv(&["only-here"]),
-                timeout: None,
-                env: BTreeMap::from([("PATH".to_string(), bin.path().display().to_string())]),
-            }),
-        );
-        let report = checks_report(&CheckCatalog::detect(&config, &gate(root.path())));
+        let (_folders, catalog, program) = catalog_with_own_path();
+        let report = checks_report(&catalog);
         assert!(report.contains("custom: only-here"), "{report}");
         assert!(
             report.contains(&format!("program: {}", program.display())),

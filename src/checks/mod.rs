@@ -296,6 +296,35 @@ pub(crate) mod fixtures {
     pub fn argv(items: &[&str]) -> Vec<String> {
         items.iter().map(|item| item.to_string()).collect()
     }
+
+    /// A catalog with one configured check, `custom`, whose program
+    /// `only-here` exists only on the PATH the check sets. Returns the
+    /// temporary folders (to keep), the catalog and the program's path.
+    #[cfg(unix)]
+    pub fn catalog_with_own_path() -> (
+        [tempfile::TempDir; 2],
+        super::CheckCatalog,
+        std::path::PathBuf,
+    ) {
+        use crate::config::CheckSpec;
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().expect("bin");
+        let program = bin.path().join("only-here");
+        std::fs::write(&program, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let root = tempfile::tempdir().expect("root");
+        let mut config = config_with(BTreeMap::new());
+        config.checks.insert(
+            "custom".to_string(),
+            CheckSetting::Defined(CheckSpec {
+                argv: argv(&["only-here"]),
+                timeout: None,
+                env: BTreeMap::from([("PATH".to_string(), bin.path().display().to_string())]),
+            }),
+        );
+        let catalog = super::CheckCatalog::detect(&config, &gate(root.path()));
+        ([bin, root], catalog, program)
+    }
 }
 
 #[cfg(test)]
@@ -384,22 +413,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_check_env_path_is_used_for_resolution() {
-        use std::os::unix::fs::PermissionsExt;
-        let bin = tempfile::tempdir().expect("bin");
-        let program = bin.path().join("only-here");
-        std::fs::write(&program, "#!/bin/sh\n").expect("write");
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let root = tempfile::tempdir().expect("root");
-        let mut config = config_with(BTreeMap::new());
-        config.checks.insert(
-            "custom".to_string(),
-            CheckSetting::Defined(CheckSpec {
-                argv: argv(&["only-here"]),
-                timeout: None,
-                env: BTreeMap::from([("PATH".to_string(), bin.path().display().to_string())]),
-            }),
-        );
-        let catalog = CheckCatalog::detect(&config, &gate(root.path()));
+        let (_folders, catalog, program) = fixtures::catalog_with_own_path();
         let check = catalog.get("custom").expect("custom");
         assert_eq!(catalog.resolve(check).expect("found"), program);
     }
