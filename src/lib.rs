@@ -1,10 +1,12 @@
 //! mcp-project-helper: an MCP server over ONE project directory.
 //!
-//! Layers, each with one job: `config` (resolved once at start-up),
-//! `security` (the one path gate), `walk` (the one walker), `runner` (the
-//! one process runner), `tools` (one
-//! module per tool, protocol-free), `server` (registers the tools and
-//! converts results), `main` (the command line).
+//! Arrows point down: `main` -> `server` -> `tools` -> the core. The core
+//! is `security` (the one path gate), `walk` and `glob` (the one walker and
+//! its matcher), `runner` (the one process runner), `checks` (the check
+//! catalog), `config` (resolved once at start-up) and `project` (what the
+//! tools work on). `tools` has one protocol-free module per tool; `server`
+//! registers them and converts results; `main`, `report` and
+//! `editor_config` are the command line. See docs/architecture.md.
 
 pub mod checks;
 pub mod cli;
