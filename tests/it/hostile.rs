@@ -99,7 +99,7 @@ async fn device_nodes_inside_the_root_are_refused() {
             .is_ok_and(|status| status.success())
     });
     if !made {
-        common::cannot_run(
+        common::needs_root(
             "device_nodes_inside_the_root_are_refused",
             "mknod is not permitted here (needs root)",
         );

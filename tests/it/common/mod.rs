@@ -82,11 +82,22 @@ pub fn cannot_run(test: &str, reason: &str) {
     if std::env::var("CI").is_ok_and(|value| value == "true") {
         panic!("{test} cannot run under CI=true: {reason}");
     }
-    // Past the harness's capture, so the skip shows in every run.
+    say_skipped(test, reason);
+}
+
+/// Written past the harness's capture, so the skip shows in every run.
+fn say_skipped(test: &str, reason: &str) {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!("SKIPPED {test}: {reason}\n").as_bytes(),
     );
+}
+
+/// A test that needs root where the tests run unprivileged (GitHub's
+/// runners do, with `CI=true`): it says so visibly, and passes nothing off
+/// as checked. Missing tools go through [`cannot_run`] instead.
+pub fn needs_root(test: &str, reason: &str) {
+    say_skipped(test, reason);
 }
 
 /// The container engine the image tests use: Docker when its engine runs,
