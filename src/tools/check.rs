@@ -27,7 +27,7 @@ pub struct CheckOutput {
     pub error: Option<String>,
     /// The program's exit code; null when it timed out or a signal ended it.
     pub exit_code: Option<i32>,
-    /// `exit_code == 0`.
+    /// True when exit_code is 0.
     pub passed: bool,
     pub duration_ms: u64,
     /// The last characters the check wrote to stdout.
