@@ -43,6 +43,25 @@ pub struct Config {
     pub limits: Limits,
     /// Extra deny globs, added to the built-in deny-list.
     pub deny_globs: Vec<String>,
+    pub index: IndexConfig,
+}
+
+/// `[index]`: the in-memory model of the tree that makes search instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IndexConfig {
+    pub enabled: bool,
+    /// Above this the model is dropped and searches scan the tree.
+    pub max_memory_mb: u64,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_memory_mb: 256,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +177,7 @@ impl Config {
             checks: file.checks(),
             limits: file.limits(),
             deny_globs: file.deny.globs,
+            index: file.index,
         })
     }
 }
@@ -209,6 +229,8 @@ struct OperatorFile {
     limits: LimitsEntry,
     #[serde(default)]
     deny: DenyEntry,
+    #[serde(default)]
+    index: IndexConfig,
 }
 
 #[derive(Debug)]
@@ -337,6 +359,9 @@ impl OperatorFile {
         }
         if self.limits.output_chars == Some(0) {
             return Err("key limits.output_chars: must be at least 1".to_string());
+        }
+        if self.index.max_memory_mb == 0 {
+            return Err("key index.max_memory_mb: must be at least 1".to_string());
         }
         for glob in &self.deny.globs {
             if let Err(error) = globset::Glob::new(glob) {

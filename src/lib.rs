@@ -2,7 +2,7 @@
 //!
 //! Arrows point down: `main` -> `server` -> `tools` -> the core. The core
 //! is `security` (the one path gate), `walk` and `glob` (the one walker and
-//! its matcher), `runner` (the one process runner), `checks` (the check
+//! its matcher), `index` (the live model of the tree behind them), `runner` (the one process runner), `checks` (the check
 //! catalog), `config` (resolved once at start-up) and `project` (what the
 //! tools work on). `tools` has one protocol-free module per tool; `server`
 //! registers them and converts results; `main`, `report` and
@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod editor_config;
 pub mod glob;
+pub mod index;
 pub mod logging;
 pub mod project;
 pub mod report;

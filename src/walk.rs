@@ -163,7 +163,7 @@ fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitig
     !is_dir || relative_to(root, entry.path()).is_some_and(|relative| !gate.is_denied(&relative))
 }
 
-fn is_skipped_dir(name: &str) -> bool {
+pub fn is_skipped_dir(name: &str) -> bool {
     SKIPPED_DIRS.contains(&name) || name.ends_with(SKIPPED_DIR_SUFFIX)
 }
 

@@ -276,6 +276,7 @@ pub(crate) mod fixtures {
             checks,
             limits: Limits::default(),
             deny_globs: Vec::new(),
+            index: Default::default(),
         }
     }
 

@@ -1,0 +1,442 @@
+//! The live model of the project tree: the walker's file list plus a
+//! trigram index over the files' contents, built in the background when the
+//! project opens and brought up to date at the start of every call.
+//!
+//! Tools see two narrow calls. [`TreeModel::candidates`] answers "which
+//! files under this folder may contain this query": a superset of the files
+//! that match (the searcher verifies each), in path order, or `None` when
+//! the model cannot answer (not built yet, switched off, over its memory
+//! limit, or a folder the model does not hold) and the caller walks as
+//! before. [`TreeModel::entries`] answers from the file list what the
+//! walker would. Modelled on google/codesearch and Zoekt: `ngram` holds the
+//! trigrams and posting lists, `plan` turns a query into a trigram
+//! condition, `tree` keeps the file list fresh, `watch` reports changes.
+
+mod ngram;
+mod plan;
+mod tree;
+pub mod watch;
+
+use std::fmt;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ngram::{PostingCache, Shard, ShardBuilder};
+use plan::Query;
+use tree::{Content, Indexer, Tree};
+use watch::ChangeWatcher;
+
+use crate::config::IndexConfig;
+use crate::security::{PathGate, ResolvedPath};
+use crate::walk::{self, Entry, EntryKind};
+
+/// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
+/// scratch each while sorting, so 32 MiB at most.
+const SHARD_PAIRS: usize = 2 * 1024 * 1024;
+/// What one file-list entry costs besides its path, roughly.
+const NODE_BYTES: usize = 128;
+
+/// What the search asks for, as its matcher will see it.
+#[derive(Debug, Clone, Copy)]
+pub struct ContentQuery<'a> {
+    pub pattern: &'a str,
+    /// `pattern` is a regex; otherwise a literal.
+    pub regex: bool,
+    pub case_insensitive: bool,
+}
+
+/// One project's model; dropping it stops a build in progress.
+pub struct TreeModel {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    gate: PathGate,
+    limit_bytes: usize,
+    state: Mutex<State>,
+    cancelled: AtomicBool,
+}
+
+enum State {
+    Building,
+    Ready(Box<Live>),
+    /// Switched off, over the memory limit, or the build failed: every
+    /// call walks the tree as if there were no model.
+    Off,
+}
+
+struct Live {
+    tree: Tree,
+    shards: Vec<Shard>,
+    watcher: ChangeWatcher,
+    indexer: Indexer,
+}
+
+impl fmt::Debug for TreeModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.shared.state.lock().as_deref() {
+            Ok(State::Building) => "building",
+            Ok(State::Ready(_)) => "ready",
+            Ok(State::Off) | Err(_) => "off",
+        };
+        f.debug_struct("TreeModel").field("state", &state).finish()
+    }
+}
+
+impl Drop for TreeModel {
+    fn drop(&mut self) {
+        self.shared.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
+impl TreeModel {
+    /// Starts building the model of `gate`'s root on a low-priority thread;
+    /// calls answer `None` until it is ready.
+    pub fn open(gate: &PathGate, config: &IndexConfig) -> Self {
+        let shared = Arc::new(Shared {
+            gate: gate.clone(),
+            limit_bytes: usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024))
+                .unwrap_or(usize::MAX),
+            state: Mutex::new(if config.enabled {
+                State::Building
+            } else {
+                State::Off
+            }),
+            cancelled: AtomicBool::new(false),
+        });
+        if config.enabled {
+            let building = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name("index-build".into())
+                .spawn(move || {
+                    lower_priority();
+                    let built = build(&building);
+                    if let Ok(mut state) = building.state.lock() {
+                        *state = built.map_or(State::Off, |live| State::Ready(Box::new(live)));
+                    }
+                });
+            if spawned.is_err() {
+                tracing::warn!("index: cannot start the build thread; searches scan the tree");
+                if let Ok(mut state) = shared.state.lock() {
+                    *state = State::Off;
+                }
+            }
+        }
+        Self { shared }
+    }
+
+    /// Whether the build has finished (ready or off).
+    pub fn is_settled(&self) -> bool {
+        !matches!(self.shared.state.lock().as_deref(), Ok(State::Building))
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.shared.state.lock().as_deref(), Ok(State::Ready(_)))
+    }
+
+    /// Files below the folder `start` that may contain a match of `query`,
+    /// in path order, as the walker would list them; `None` when the model
+    /// cannot answer and the caller must walk.
+    pub fn candidates(&self, start: &ResolvedPath, query: &ContentQuery<'_>) -> Option<Vec<Entry>> {
+        self.with_fresh_tree(start, |live, base| {
+            let query = plan::plan(query.pattern, query.regex, query.case_insensitive);
+            let base_hits = live.base_matches(&query);
+            let depth_of_start = depth(&start.relative);
+            live.tree
+                .under(&start.relative)
+                .filter(|(_, node)| node.kind == EntryKind::File)
+                .filter(|(_, node)| match &node.content {
+                    Content::Base(id) => base_hits
+                        .as_ref()
+                        .is_none_or(|hits| hits[*id as usize / 64] & (1 << (id % 64)) != 0),
+                    Content::Fresh(trigrams) => query.matches_sorted(trigrams),
+                    Content::Always => true,
+                })
+                .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
+                .collect()
+        })
+    }
+
+    /// Every entry below the folder `start`, down to `max_depth` levels, in
+    /// path order with sizes, as [`walk::walk`] would return them; `None`
+    /// when the model cannot answer.
+    pub fn entries(&self, start: &ResolvedPath, max_depth: Option<usize>) -> Option<Vec<Entry>> {
+        self.with_fresh_tree(start, |live, base| {
+            let depth_of_start = depth(&start.relative);
+            live.tree
+                .under(&start.relative)
+                .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
+                .filter(|e| max_depth.is_none_or(|max| e.depth <= max))
+                .collect()
+        })
+    }
+
+    /// Applies pending changes, then runs `answer` on the model when it
+    /// holds the folder `start`.
+    fn with_fresh_tree<T>(
+        &self,
+        start: &ResolvedPath,
+        answer: impl FnOnce(&Live, &Path) -> T,
+    ) -> Option<T> {
+        let mut state = self.shared.state.lock().ok()?;
+        let State::Ready(live) = &mut *state else {
+            return None;
+        };
+        let root = self.shared.gate.root();
+        let changes = live.watcher.drain();
+        let changed = live.tree.refresh(changes, &self.shared.gate, &mut live.indexer);
+        if changed > 0 {
+            let bytes = live.bytes();
+            if bytes > self.shared.limit_bytes {
+                tracing::info!(
+                    "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
+                    bytes / (1024 * 1024)
+                );
+                *state = State::Off;
+                return None;
+            }
+        }
+        let expected = if start.relative == "." {
+            root.to_path_buf()
+        } else {
+            root.join(&start.relative)
+        };
+        // A folder reached through a symlink, or one the walker hides
+        // (an explicit start inside an ignored folder), is walked.
+        if start.real != expected || !live.tree.is_dir(&start.relative) {
+            return None;
+        }
+        Some(answer(live, root))
+    }
+}
+
+impl Live {
+    /// A bit per base file id: set when the file may match; `None` when
+    /// every file may.
+    fn base_matches(&self, query: &Query) -> Option<Vec<u64>> {
+        if *query == Query::All {
+            return None;
+        }
+        let total = self.shards.last().map_or(0, |s| s.id_range().end) as usize;
+        let mut bits = vec![0u64; total.div_ceil(64)];
+        for shard in &self.shards {
+            let mut cache = PostingCache::default();
+            match evaluate(query, shard, &mut cache) {
+                None => {
+                    for id in shard.id_range() {
+                        bits[id as usize / 64] |= 1 << (id % 64);
+                    }
+                }
+                Some(ids) => {
+                    for id in ids {
+                        bits[id as usize / 64] |= 1 << (id % 64);
+                    }
+                }
+            }
+        }
+        Some(bits)
+    }
+
+    /// Posting lists, fresh trigram sets and the file list, in bytes.
+    fn bytes(&self) -> usize {
+        let shards: usize = self.shards.iter().map(Shard::bytes).sum();
+        let nodes: usize = self
+            .tree
+            .nodes
+            .iter()
+            .map(|(key, node)| {
+                let fresh = match &node.content {
+                    Content::Fresh(trigrams) => trigrams.capacity() * 4,
+                    _ => 0,
+                };
+                key.0.capacity() + NODE_BYTES + fresh
+            })
+            .sum();
+        shards + nodes
+    }
+}
+
+/// The ids in `shard` whose trigrams satisfy `query`, sorted; `None` for all.
+fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Vec<u32>> {
+    match query {
+        Query::All => None,
+        Query::Nothing => Some(Vec::new()),
+        Query::Trigram(key) => Some(cache.get(shard, *key).as_ref().clone()),
+        Query::And(parts) => {
+            let mut result: Option<Vec<u32>> = None;
+            for part in parts {
+                let Some(ids) = evaluate(part, shard, cache) else {
+                    continue;
+                };
+                result = Some(match result {
+                    None => ids,
+                    Some(previous) => intersect(&previous, &ids),
+                });
+                if result.as_ref().is_some_and(Vec::is_empty) {
+                    break;
+                }
+            }
+            result
+        }
+        Query::Or(parts) => {
+            let mut result = Vec::new();
+            for part in parts {
+                result = union(&result, &evaluate(part, shard, cache)?);
+            }
+            Some(result)
+        }
+    }
+}
+
+fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(a.len() + b.len()));
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && a[i] < b[j]) {
+            out.push(a[i]);
+            i += 1;
+        } else if i == a.len() || b[j] < a[i] {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+            j += 1;
+        }
+    }
+    out
+}
+
+fn depth(relative: &str) -> usize {
+    if relative == "." {
+        0
+    } else {
+        relative.split('/').count()
+    }
+}
+
+fn entry(root: &Path, relative: &str, node: &tree::Node, depth_of_start: usize) -> Entry {
+    Entry {
+        relative: relative.to_string(),
+        path: root.join(relative),
+        kind: node.kind,
+        depth: depth(relative) - depth_of_start,
+        size: node.size(),
+    }
+}
+
+/// The build yields the CPU to tool calls.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its arguments; on Linux, `who = 0`
+    // with PRIO_PROCESS names the calling thread alone.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
+/// Changes inside skipped folders (`target`, `node_modules` …) never reach
+/// the model: the walker hides them.
+fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'static {
+    let root = root.to_path_buf();
+    move |path, is_dir| {
+        let Ok(rest) = path.strip_prefix(&root) else {
+            return true;
+        };
+        let parts: Vec<_> = rest.components().collect();
+        parts.iter().enumerate().any(|(index, part)| {
+            let is_folder = index + 1 < parts.len() || is_dir;
+            is_folder && walk::is_skipped_dir(&part.as_os_str().to_string_lossy())
+        })
+    }
+}
+
+/// Walks the root once (the walker's own sorted walk), reads and indexes
+/// every file, and seals shards as they fill. `None` when cancelled, over
+/// the memory limit, or the root cannot be walked.
+fn build(shared: &Shared) -> Option<Live> {
+    let started = Instant::now();
+    let root = shared.gate.root();
+    // Started first, so that nothing changed during the build is missed.
+    let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
+    let start = shared.gate.resolve(".").ok()?;
+    let mut tree = Tree::new(root);
+    let mut indexer = Indexer::default();
+    let mut shards: Vec<Shard> = Vec::new();
+    let mut builder = ShardBuilder::new(0);
+    let (mut sealed_bytes, mut node_bytes, mut over_limit) = (0usize, 0usize, false);
+    walk::walk_sorted(&shared.gate, &start, None, |found| {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        let mut node = tree.make_node(found.kind, &found.relative, &mut indexer);
+        if let Content::Fresh(trigrams) = &node.content {
+            let id = builder.next_id();
+            builder.add(trigrams);
+            node.content = Content::Base(id);
+        }
+        node_bytes += found.relative.len() + NODE_BYTES;
+        tree.insert(found.relative, node);
+        if builder.pairs() >= SHARD_PAIRS {
+            let next = ShardBuilder::new(builder.next_id());
+            let shard = std::mem::replace(&mut builder, next).finish();
+            sealed_bytes += shard.bytes();
+            shards.push(shard);
+        }
+        if sealed_bytes + node_bytes + builder.pairs() * 16 > shared.limit_bytes {
+            over_limit = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })
+    .ok()?;
+    if over_limit {
+        tracing::info!(
+            "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+            shared.limit_bytes / (1024 * 1024)
+        );
+        return None;
+    }
+    if shared.cancelled.load(Ordering::Relaxed) {
+        return None;
+    }
+    shards.push(builder.finish());
+    let live = Live {
+        tree,
+        shards,
+        watcher,
+        indexer,
+    };
+    let files = live
+        .tree
+        .nodes
+        .values()
+        .filter(|n| matches!(n.content, Content::Base(_)))
+        .count();
+    tracing::debug!(
+        "index ready: {files} files indexed, {} bytes read, index {} bytes in {} shards, built in {} ms",
+        live.indexer.bytes_read,
+        live.bytes(),
+        live.shards.len(),
+        started.elapsed().as_millis()
+    );
+    Some(live)
+}

@@ -1,0 +1,399 @@
+//! The query planner: from a regex's HIR to a trigram condition that every
+//! file holding a match satisfies, after google/codesearch's analysis.
+//!
+//! The plan is built from the same HIR the matcher compiles (regex-syntax,
+//! with the search's case and Unicode settings), so case folding (KELVIN
+//! SIGN for `k`, LONG S for `s`), classes, alternations and repetitions are
+//! handled by construction. Every rule may only weaken the condition: the
+//! index may return files without a match (the searcher rejects them), never
+//! miss one.
+
+use std::collections::BTreeSet;
+
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+use super::ngram::{indexable, trigram};
+
+/// A condition on a file's trigram set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// Every file may match: the index cannot narrow.
+    All,
+    /// No file can match.
+    Nothing,
+    Trigram(u32),
+    And(Vec<Query>),
+    Or(Vec<Query>),
+}
+
+impl Query {
+    fn and(parts: Vec<Query>) -> Query {
+        let mut flat = Vec::new();
+        for part in parts {
+            match part {
+                Query::All => {}
+                Query::Nothing => return Query::Nothing,
+                Query::And(inner) => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        flat.dedup();
+        match flat.len() {
+            0 => Query::All,
+            1 => flat.pop().unwrap_or(Query::All),
+            _ => Query::And(flat),
+        }
+    }
+
+    fn or(parts: Vec<Query>) -> Query {
+        let mut flat = Vec::new();
+        for part in parts {
+            match part {
+                Query::All => return Query::All,
+                Query::Nothing => {}
+                Query::Or(inner) => flat.extend(inner),
+                other => flat.push(other),
+            }
+        }
+        flat.dedup();
+        match flat.len() {
+            0 => Query::Nothing,
+            1 => flat.pop().unwrap_or(Query::Nothing),
+            _ => Query::Or(flat),
+        }
+    }
+
+    /// Whether a file with these sorted trigrams satisfies the condition.
+    pub fn matches_sorted(&self, trigrams: &[u32]) -> bool {
+        match self {
+            Query::All => true,
+            Query::Nothing => false,
+            Query::Trigram(key) => trigrams.binary_search(key).is_ok(),
+            Query::And(parts) => parts.iter().all(|p| p.matches_sorted(trigrams)),
+            Query::Or(parts) => parts.iter().any(|p| p.matches_sorted(trigrams)),
+        }
+    }
+}
+
+/// Exact sets larger than this become prefix/suffix/trigram conditions.
+const MAX_EXACT: usize = 64;
+/// Prefix and suffix sets larger than this are dropped (no information).
+const MAX_AFFIX: usize = 64;
+/// Boundary pairs (suffix x prefix) tried when concatenating.
+const MAX_BOUNDARY: usize = 256;
+/// Characters a class may hold and still be enumerated.
+const MAX_CLASS_CHARS: u32 = 16;
+
+type Set = BTreeSet<Vec<u8>>;
+
+/// What is known about the strings a sub-expression matches.
+#[derive(Debug, Clone)]
+struct Info {
+    /// Every match is one of these (folded) strings, when known and small.
+    exact: Option<Set>,
+    /// Every match starts with one of these (at most 2 bytes each).
+    prefix: Set,
+    /// Every match ends with one of these (at most 2 bytes each).
+    suffix: Set,
+    /// Every text holding a match satisfies this.
+    query: Query,
+}
+
+fn empty_set() -> Set {
+    std::iter::once(Vec::new()).collect()
+}
+
+impl Info {
+    fn exact(set: Set) -> Info {
+        Info {
+            exact: Some(set),
+            prefix: empty_set(),
+            suffix: empty_set(),
+            query: Query::All,
+        }
+    }
+
+    fn any() -> Info {
+        Info {
+            exact: None,
+            prefix: empty_set(),
+            suffix: empty_set(),
+            query: Query::All,
+        }
+    }
+
+    /// The same knowledge without an exact set.
+    fn inexact(self) -> Info {
+        let Some(exact) = self.exact else {
+            return self;
+        };
+        Info {
+            query: Query::and(vec![self.query, strings_query(&exact)]),
+            prefix: trim_front(&exact),
+            suffix: trim_back(&exact),
+            exact: None,
+        }
+    }
+
+    fn prefix_strings(&self) -> Set {
+        self.exact.as_ref().map_or_else(|| self.prefix.clone(), trim_front)
+    }
+
+    fn suffix_strings(&self) -> Set {
+        self.exact.as_ref().map_or_else(|| self.suffix.clone(), trim_back)
+    }
+}
+
+/// Every string's first two bytes.
+fn trim_front(set: &Set) -> Set {
+    bounded(set.iter().map(|s| s[..s.len().min(2)].to_vec()).collect())
+}
+
+/// Every string's last two bytes.
+fn trim_back(set: &Set) -> Set {
+    bounded(set.iter().map(|s| s[s.len().saturating_sub(2)..].to_vec()).collect())
+}
+
+fn bounded(set: Set) -> Set {
+    if set.len() > MAX_AFFIX {
+        empty_set()
+    } else {
+        set
+    }
+}
+
+/// Any of the strings: all trigrams of one of them.
+fn strings_query(set: &Set) -> Query {
+    Query::or(set.iter().map(|s| string_query(s)).collect())
+}
+
+fn string_query(text: &[u8]) -> Query {
+    Query::and(
+        text.windows(3)
+            .filter(|w| indexable(w))
+            .map(|w| Query::Trigram(trigram(w[0], w[1], w[2])))
+            .collect(),
+    )
+}
+
+fn cross(left: &Set, right: &Set) -> Set {
+    let mut out = Set::new();
+    for a in left {
+        for b in right {
+            let mut joined = a.clone();
+            joined.extend_from_slice(b);
+            out.insert(joined);
+        }
+    }
+    out
+}
+
+/// Folds ASCII letters as the index does.
+fn folded(bytes: &[u8]) -> Vec<u8> {
+    bytes.iter().map(|&b| super::ngram::fold(b)).collect()
+}
+
+fn analyze(hir: &Hir) -> Info {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => Info::exact(empty_set()),
+        HirKind::Literal(literal) => Info::exact(std::iter::once(folded(&literal.0)).collect()),
+        HirKind::Class(class) => class_info(class),
+        HirKind::Capture(capture) => analyze(&capture.sub),
+        HirKind::Repetition(repetition) => {
+            if repetition.min == 0 {
+                return Info::any();
+            }
+            let sub = analyze(&repetition.sub);
+            if repetition.max == Some(1) {
+                return sub;
+            }
+            // At least one copy: whatever one copy needs, without exactness.
+            sub.inexact()
+        }
+        HirKind::Concat(parts) => parts
+            .iter()
+            .map(analyze)
+            .fold(Info::exact(empty_set()), concat),
+        HirKind::Alternation(parts) => {
+            let mut infos = parts.iter().map(analyze);
+            let first = infos.next().unwrap_or_else(|| Info::exact(Set::new()));
+            infos.fold(first, alternate)
+        }
+    }
+}
+
+fn class_info(class: &Class) -> Info {
+    let mut set = Set::new();
+    match class {
+        Class::Unicode(class) => {
+            let total: u32 = class
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if total > MAX_CLASS_CHARS {
+                return Info::any();
+            }
+            for range in class.ranges() {
+                for c in range.start()..=range.end() {
+                    let mut buffer = [0; 4];
+                    set.insert(folded(c.encode_utf8(&mut buffer).as_bytes()));
+                }
+            }
+        }
+        Class::Bytes(class) => {
+            let total: u32 = class
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if total > MAX_CLASS_CHARS {
+                return Info::any();
+            }
+            for range in class.ranges() {
+                for b in range.start()..=range.end() {
+                    set.insert(vec![super::ngram::fold(b)]);
+                }
+            }
+        }
+    }
+    Info::exact(set)
+}
+
+fn concat(left: Info, right: Info) -> Info {
+    if let (Some(a), Some(b)) = (&left.exact, &right.exact)
+        && a.len() * b.len() <= MAX_EXACT
+    {
+        return Info {
+            query: Query::and(vec![left.query.clone(), right.query.clone()]),
+            ..Info::exact(cross(a, b))
+        };
+    }
+    let suffixes = left.suffix_strings();
+    let prefixes = right.prefix_strings();
+    let boundary = if suffixes.len() * prefixes.len() <= MAX_BOUNDARY {
+        strings_query(&cross(&suffixes, &prefixes))
+    } else {
+        Query::All
+    };
+    let prefix = match &left.exact {
+        Some(exact) => trim_front(&cross(exact, &right.prefix_strings())),
+        None => left.prefix.clone(),
+    };
+    let suffix = match &right.exact {
+        Some(exact) => trim_back(&cross(&left.suffix_strings(), exact)),
+        None => right.suffix.clone(),
+    };
+    let left = left.inexact();
+    let right = right.inexact();
+    Info {
+        exact: None,
+        prefix,
+        suffix,
+        query: Query::and(vec![left.query, right.query, boundary]),
+    }
+}
+
+fn alternate(left: Info, right: Info) -> Info {
+    if let (Some(a), Some(b)) = (&left.exact, &right.exact)
+        && a.len() + b.len() <= MAX_EXACT
+    {
+        let union: Set = a.union(b).cloned().collect();
+        return Info {
+            query: Query::or(vec![left.query.clone(), right.query.clone()]),
+            ..Info::exact(union)
+        };
+    }
+    let left = left.inexact();
+    let right = right.inexact();
+    Info {
+        exact: None,
+        prefix: bounded(left.prefix.union(&right.prefix).cloned().collect()),
+        suffix: bounded(left.suffix.union(&right.suffix).cloned().collect()),
+        query: Query::or(vec![left.query, right.query]),
+    }
+}
+
+/// The trigram condition for a search query, built from the HIR the search's
+/// matcher uses: `pattern` is a regex, or a literal when `regex` is false.
+/// `All` when the query cannot be narrowed or does not parse.
+pub fn plan(pattern: &str, regex: bool, case_insensitive: bool) -> Query {
+    let source = if regex {
+        pattern.to_string()
+    } else {
+        regex_syntax::escape(pattern)
+    };
+    let parsed = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .unicode(true)
+        .case_insensitive(case_insensitive)
+        .build()
+        .parse(&source);
+    match parsed {
+        Ok(hir) => {
+            let info = analyze(&hir);
+            // A bare exact set must be given its own condition here.
+            let exact_query = info.exact.as_ref().map(strings_query);
+            Query::and(vec![info.query, exact_query.unwrap_or(Query::All)])
+        }
+        Err(_) => Query::All,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Query {
+        let b = s.as_bytes();
+        Query::Trigram(trigram(b[0], b[1], b[2]))
+    }
+
+    #[test]
+    fn literals_need_all_their_trigrams() {
+        assert_eq!(
+            plan("hello", false, false),
+            Query::And(vec![t("hel"), t("ell"), t("llo")])
+        );
+        // Literal means literal: the dot is a byte to find.
+        assert_eq!(plan("a.b", false, false), t("a.b"));
+        assert_eq!(plan("ab", false, false), Query::All);
+    }
+
+    #[test]
+    fn queries_without_a_literal_cannot_narrow() {
+        for pattern in [".", r"\w+", "a*", "[a-z]+", "(?s).*", "x?y?z?"] {
+            assert_eq!(plan(pattern, true, false), Query::All, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn case_insensitive_plans_include_unicode_folds() {
+        let query = plan("kelvin", false, true);
+        let kelvin_sign = "\u{212A}elvin";
+        let mut scratch = super::super::ngram::TrigramScratch::default();
+        for text in ["KELVIN", "kelvin", kelvin_sign] {
+            let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, text.as_bytes());
+            assert!(query.matches_sorted(&trigrams), "{text}");
+        }
+        let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, b"kelvxn");
+        assert!(!query.matches_sorted(&trigrams));
+        let long_s = plan("class", false, true);
+        let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, "cla\u{17F}s".as_bytes());
+        assert!(long_s.matches_sorted(&trigrams));
+    }
+
+    #[test]
+    fn alternations_and_classes() {
+        assert_eq!(
+            plan("foo|bar", true, false),
+            Query::Or(vec![t("bar"), t("foo")])
+        );
+        assert_eq!(plan("fo[ox]", true, false), Query::Or(vec![t("foo"), t("fox")]));
+        assert_eq!(plan("foo|.", true, false), Query::All);
+        assert_eq!(
+            plan(r"fn \w+_discount", true, false),
+            Query::And(vec![t("fn "), t("_di"), t("dis"), t("isc"), t("sco"), t("cou"), t("oun"), t("unt")])
+        );
+    }
+}

@@ -1,0 +1,659 @@
+//! The live file list: every entry the walker shows, in path order, with
+//! the stamp (size, times, inode) it had when it was last looked at, and
+//! for files what the index knows of their contents. `refresh` brings it up
+//! to the tree on disk, from a list of changed paths or, when changes may
+//! have been lost, by a stat sweep.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::Metadata;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::ngram::{TrigramScratch, sorted_trigrams};
+use super::watch::Changes;
+use crate::security::{PathGate, ResolvedPath};
+use crate::walk::{self, Entry, EntryKind};
+
+/// Files larger than this are not indexed (the searcher skips files over
+/// 2 MiB; a larger file here is simply always a candidate).
+pub const MAX_INDEXED_BYTES: u64 = 2 * 1024 * 1024;
+/// The searcher's binary sniff looks at this many leading bytes.
+const SNIFF_BYTES: usize = 4096;
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// A path key ordered as the walker orders paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathKey(pub String);
+
+impl Ord for PathKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        walk::path_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for PathKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// What identifies one version of a file: a rewrite changes at least the
+/// change time (to the nanosecond where the file system keeps it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    len: u64,
+    modified: i128,
+    changed: i128,
+    inode: u64,
+    mode: u32,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    pub fn of(metadata: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+        Self {
+            len: metadata.len(),
+            modified: nanos(metadata.mtime(), metadata.mtime_nsec()),
+            changed: nanos(metadata.ctime(), metadata.ctime_nsec()),
+            inode: metadata.ino() ^ metadata.dev().rotate_left(32),
+            mode: metadata.mode(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn of(metadata: &Metadata) -> Self {
+        let nanos = |time: std::io::Result<SystemTime>| {
+            time.ok()
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128)
+        };
+        Self {
+            len: metadata.len(),
+            modified: nanos(metadata.modified()),
+            changed: nanos(metadata.created()),
+            inode: 0,
+            mode: u32::from(metadata.permissions().readonly()),
+        }
+    }
+
+    /// Whether a write right after `seen_at` could leave this stamp
+    /// unchanged: the file changed so recently that the file system's clock
+    /// tick may not have moved on (git's "racily clean" entries). Stamps in
+    /// whole seconds get two seconds of doubt, finer ones a tenth.
+    fn is_racy(&self, seen_at: SystemTime) -> bool {
+        let whole_seconds = self.modified % 1_000_000_000 == 0 && self.changed % 1_000_000_000 == 0;
+        let doubt = if whole_seconds {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_millis(100)
+        };
+        let Ok(seen) = seen_at.duration_since(SystemTime::UNIX_EPOCH) else {
+            return true;
+        };
+        let latest = self.modified.max(self.changed);
+        latest + doubt.as_nanos() as i128 >= seen.as_nanos() as i128
+    }
+}
+
+/// What the index knows of a file's contents.
+#[derive(Debug)]
+pub enum Content {
+    /// Indexed in the base shards under this id.
+    Base(u32),
+    /// Indexed since the build: its sorted trigrams.
+    Fresh(Vec<u32>),
+    /// Not indexed (too big, binary, unreadable, or changed too recently
+    /// to trust its stamp): always a candidate.
+    Always,
+}
+
+/// An ignore file as last read, to tell a real edit from a touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IgnoreFile {
+    stamp: Option<Stamp>,
+    text: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+pub struct Node {
+    pub kind: EntryKind,
+    pub stamp: Option<Stamp>,
+    pub content: Content,
+    /// False while the stamp cannot be trusted to show the next change.
+    settled: bool,
+    /// For folders: their `.gitignore` and `.ignore`.
+    ignores: Option<Box<[IgnoreFile; 2]>>,
+}
+
+impl Node {
+    pub fn size(&self) -> Option<u64> {
+        (self.kind == EntryKind::File).then(|| self.stamp.map_or(0, |s| s.len))
+    }
+}
+
+/// Reads files for the index, reusing its buffers.
+#[derive(Default)]
+pub struct Indexer {
+    scratch: Option<Box<TrigramScratch>>,
+    buffer: Vec<u8>,
+    pub bytes_read: u64,
+}
+
+impl Indexer {
+    /// Opens and reads the file at `path` (never following a symlink, never
+    /// blocking on a FIFO) and returns its stamp, whether that stamp can be
+    /// trusted, and its trigrams when the file is indexable.
+    pub fn read(&mut self, path: &Path) -> (Option<Stamp>, bool, Option<Vec<u32>>) {
+        let seen_at = SystemTime::now();
+        let Ok(mut file) = open_without_following(path) else {
+            return (None, false, None);
+        };
+        let Ok(metadata) = file.metadata() else {
+            return (None, false, None);
+        };
+        let stamp = Stamp::of(&metadata);
+        let settled = !stamp.is_racy(seen_at);
+        if !metadata.is_file() || metadata.len() > MAX_INDEXED_BYTES || !settled {
+            return (Some(stamp), settled, None);
+        }
+        self.buffer.clear();
+        let limit = MAX_INDEXED_BYTES + 1;
+        if (&mut file).take(limit).read_to_end(&mut self.buffer).is_err()
+            || self.buffer.len() as u64 >= limit
+        {
+            return (Some(stamp), settled, None);
+        }
+        self.bytes_read += self.buffer.len() as u64;
+        let content = &self.buffer[..];
+        // The searcher transcodes files with a byte-order mark and skips
+        // those with a NUL near the start: leave both to it.
+        let has_bom = [&[0xEF, 0xBB, 0xBF][..], &[0xFF, 0xFE], &[0xFE, 0xFF]]
+            .iter()
+            .any(|bom| content.starts_with(bom));
+        if has_bom || content[..content.len().min(SNIFF_BYTES)].contains(&0) {
+            return (Some(stamp), settled, None);
+        }
+        let scratch = self.scratch.get_or_insert_with(Box::default);
+        (Some(stamp), settled, Some(sorted_trigrams(scratch, content)))
+    }
+}
+
+pub fn open_without_following(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+fn lstat(path: &Path) -> Option<Metadata> {
+    std::fs::symlink_metadata(path).ok()
+}
+
+fn kind_of(metadata: &Metadata) -> EntryKind {
+    let file_type = metadata.file_type();
+    if file_type.is_symlink() {
+        EntryKind::Symlink
+    } else if file_type.is_dir() {
+        EntryKind::Dir
+    } else if file_type.is_file() {
+        EntryKind::File
+    } else {
+        EntryKind::Other
+    }
+}
+
+/// A folder's stamp, its ignore files, and whether all those stamps can be
+/// trusted to show the next change.
+fn dir_state(dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
+    let seen_at = SystemTime::now();
+    let stamp = lstat(dir).map(|m| Stamp::of(&m));
+    let ignores = read_ignores(dir);
+    let settled = stamp.is_some_and(|s| !s.is_racy(seen_at))
+        && ignores
+            .iter()
+            .all(|i| i.stamp.is_none_or(|s| !s.is_racy(seen_at)));
+    (stamp, ignores, settled)
+}
+
+fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
+    IGNORE_FILES.map(|name| lstat(&dir.join(name)).map(|m| Stamp::of(&m)))
+}
+
+fn read_ignores(dir: &Path) -> Box<[IgnoreFile; 2]> {
+    Box::new(IGNORE_FILES.map(|name| {
+        let path = dir.join(name);
+        let stamp = lstat(&path).map(|m| Stamp::of(&m));
+        let text = stamp.and_then(|_| {
+            let mut text = Vec::new();
+            let file = open_without_following(&path).ok()?;
+            file.take(MAX_INDEXED_BYTES).read_to_end(&mut text).ok()?;
+            Some(text)
+        });
+        IgnoreFile { stamp, text }
+    }))
+}
+
+/// Where the index's knowledge of changed files goes; the owner of the
+/// base shards decides what a node's content is.
+pub struct Tree {
+    root: PathBuf,
+    pub nodes: BTreeMap<PathKey, Node>,
+    root_stamp: Option<Stamp>,
+    root_ignores: Box<[IgnoreFile; 2]>,
+    root_settled: bool,
+}
+
+impl Tree {
+    pub fn new(root: &Path) -> Self {
+        let (root_stamp, root_ignores, root_settled) = dir_state(root);
+        Self {
+            root: root.to_path_buf(),
+            nodes: BTreeMap::new(),
+            root_stamp,
+            root_ignores,
+            root_settled,
+        }
+    }
+
+    pub fn insert(&mut self, relative: String, node: Node) {
+        self.nodes.insert(PathKey(relative), node);
+    }
+
+    pub fn path_of(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// A node for a walked entry; files are read and indexed.
+    pub fn make_node(&self, kind: EntryKind, relative: &str, indexer: &mut Indexer) -> Node {
+        let path = self.path_of(relative);
+        let mut node = Node {
+            kind,
+            stamp: None,
+            content: Content::Always,
+            settled: false,
+            ignores: None,
+        };
+        match kind {
+            EntryKind::File => {
+                let (stamp, settled, trigrams) = indexer.read(&path);
+                node.stamp = stamp;
+                node.settled = settled;
+                node.content = trigrams.map_or(Content::Always, Content::Fresh);
+            }
+            EntryKind::Dir => {
+                let (stamp, ignores, settled) = dir_state(&path);
+                node.stamp = stamp;
+                node.ignores = Some(ignores);
+                node.settled = settled;
+            }
+            EntryKind::Symlink | EntryKind::Other => {
+                node.stamp = lstat(&path).map(|m| Stamp::of(&m));
+                node.settled = true;
+            }
+        }
+        node
+    }
+
+    /// Keys of `dir`'s descendants (all nodes for the root, `.`).
+    fn descendants(&self, dir: &str) -> Vec<String> {
+        if dir == "." {
+            return self.nodes.keys().map(|k| k.0.clone()).collect();
+        }
+        let prefix = format!("{dir}/");
+        self.nodes
+            .range(PathKey(dir.to_string())..)
+            .skip_while(|(k, _)| k.0 == dir)
+            .take_while(|(k, _)| k.0.starts_with(&prefix))
+            .map(|(k, _)| k.0.clone())
+            .collect()
+    }
+
+    /// Iterates `dir`'s descendants in path order.
+    pub fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
+        let all = dir == ".";
+        let prefix = format!("{dir}/");
+        let start = if all { String::new() } else { dir.to_string() };
+        self.nodes
+            .range(PathKey(start)..)
+            .skip_while(move |(k, _)| !all && k.0 == dir)
+            .take_while(move |(k, _)| all || k.0.starts_with(&prefix))
+    }
+
+    pub fn is_dir(&self, relative: &str) -> bool {
+        relative == "."
+            || self
+                .nodes
+                .get(&PathKey(relative.to_string()))
+                .is_some_and(|n| n.kind == EntryKind::Dir)
+    }
+
+    /// Brings the tree up to the disk. Returns how many entries changed.
+    pub fn refresh(&mut self, changes: Changes, gate: &PathGate, indexer: &mut Indexer) -> usize {
+        let mut work = Work::default();
+        match changes {
+            Changes::Paths(paths) => {
+                for path in paths {
+                    self.classify(&path, &mut work);
+                }
+            }
+            Changes::Unknown => self.sweep(&mut work),
+        }
+        // Files and folders whose stamps could not be trusted are looked at again.
+        for (key, node) in &self.nodes {
+            if !node.settled {
+                match node.kind {
+                    EntryKind::Dir => work.relist.push(key.0.clone()),
+                    _ => work.files.push(key.0.clone()),
+                }
+            }
+        }
+        if !self.root_settled {
+            work.relist.push(".".to_string());
+        }
+        work.apply(self, gate, indexer)
+    }
+
+    /// Sorts one reported path into the work to do.
+    fn classify(&self, path: &Path, work: &mut Work) {
+        let Ok(rest) = path.strip_prefix(&self.root) else {
+            return;
+        };
+        let relative = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if relative.is_empty() {
+            work.relist.push(".".to_string());
+            return;
+        }
+        let parent = parent_of(&relative).to_string();
+        let name = relative.rsplit('/').next().unwrap_or(&relative);
+        if IGNORE_FILES.contains(&name) {
+            work.relist.push(parent);
+            return;
+        }
+        match self.nodes.get(&PathKey(relative.clone())) {
+            Some(node) if node.kind == EntryKind::File => work.files.push(relative),
+            Some(node) if node.kind == EntryKind::Dir => {
+                work.relist.push(relative);
+                work.relist.push(parent);
+            }
+            _ => {
+                // New, gone, or below a folder the tree does not know: the
+                // nearest known folder lists its children again.
+                let mut folder = parent.as_str();
+                while !self.is_dir(folder) {
+                    folder = parent_of(folder);
+                }
+                work.relist.push(folder.to_string());
+            }
+        }
+    }
+
+    /// Compares every entry with the disk.
+    fn sweep(&self, work: &mut Work) {
+        let ignores_changed = |dir: &Path, known: &[IgnoreFile; 2]| {
+            ignore_stamps(dir) != [known[0].stamp, known[1].stamp]
+        };
+        if lstat(&self.root).map(|m| Stamp::of(&m)) != self.root_stamp
+            || ignores_changed(&self.root, &self.root_ignores)
+        {
+            work.relist.push(".".to_string());
+        }
+        for (key, node) in &self.nodes {
+            let current = lstat(&self.path_of(&key.0));
+            let same_kind = current.as_ref().map(kind_of) == Some(node.kind);
+            if !same_kind {
+                work.relist.push(parent_of(&key.0).to_string());
+                continue;
+            }
+            if let Some(ignores) = &node.ignores
+                && ignores_changed(&self.path_of(&key.0), ignores)
+            {
+                work.relist.push(key.0.clone());
+            }
+            let stamp = current.as_ref().map(Stamp::of);
+            if stamp == node.stamp {
+                continue;
+            }
+            if IGNORE_FILES.contains(&key.0.rsplit('/').next().unwrap_or_default()) {
+                work.relist.push(parent_of(&key.0).to_string());
+            }
+            match node.kind {
+                EntryKind::File => work.files.push(key.0.clone()),
+                EntryKind::Dir => work.relist.push(key.0.clone()),
+                EntryKind::Symlink | EntryKind::Other => {
+                    work.relist.push(parent_of(&key.0).to_string())
+                }
+            }
+        }
+    }
+
+    fn ignores_of(&self, dir: &str) -> Option<&[IgnoreFile; 2]> {
+        if dir == "." {
+            return Some(&self.root_ignores);
+        }
+        self.nodes
+            .get(&PathKey(dir.to_string()))
+            .and_then(|n| n.ignores.as_deref())
+    }
+
+    fn remove_subtree(&mut self, dir: &str) -> HashMap<String, Node> {
+        let mut removed = HashMap::new();
+        for key in self.descendants(dir) {
+            if let Some(node) = self.nodes.remove(&PathKey(key.clone())) {
+                removed.insert(key, node);
+            }
+        }
+        removed
+    }
+
+    /// The folder as the gate sees it, when it is still a plain folder at
+    /// its own path (not replaced by a symlink).
+    fn resolve_dir(&self, gate: &PathGate, dir: &str) -> Option<ResolvedPath> {
+        let resolved = gate.resolve(dir).ok()?;
+        let expected = if dir == "." {
+            self.root.clone()
+        } else {
+            self.path_of(dir)
+        };
+        (resolved.real == expected && lstat(&expected).is_some_and(|m| m.is_dir()))
+            .then_some(resolved)
+    }
+
+    /// Walks `dir` again from scratch, keeping what is known of entries
+    /// whose stamps did not change. Returns the entries changed.
+    fn rewalk(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer) -> usize {
+        let mut old = self.remove_subtree(dir);
+        let walked = self
+            .resolve_dir(gate, dir)
+            .and_then(|start| walk::walk(gate, &start, None).ok());
+        let Some(entries) = walked else {
+            self.forget_dir(dir);
+            return old.len() + 1;
+        };
+        let mut changed = old.len().abs_diff(entries.len());
+        for entry in entries {
+            let node = self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
+            self.nodes.insert(PathKey(entry.relative), node);
+        }
+        self.restamp_dir(dir);
+        changed
+    }
+
+    fn reuse_or_make(&self, old: Option<Node>, entry: &Entry, indexer: &mut Indexer, changed: &mut usize) -> Node {
+        if let Some(node) = old
+            && node.kind == entry.kind
+            && node.settled
+            && lstat(&entry.path).map(|m| Stamp::of(&m)) == node.stamp
+        {
+            return node;
+        }
+        *changed += 1;
+        self.make_node(entry.kind, &entry.relative, indexer)
+    }
+
+    /// A folder that is gone or can no longer be walked: it and everything
+    /// below leave the tree, and its parent is listed again.
+    fn forget_dir(&mut self, dir: &str) {
+        if dir == "." {
+            self.nodes.clear();
+            return;
+        }
+        self.nodes.remove(&PathKey(dir.to_string()));
+    }
+
+    fn restamp_dir(&mut self, dir: &str) {
+        let path = if dir == "." { self.root.clone() } else { self.path_of(dir) };
+        let (stamp, ignores, settled) = dir_state(&path);
+        if dir == "." {
+            self.root_stamp = stamp;
+            self.root_settled = settled;
+            self.root_ignores = ignores;
+        } else if let Some(node) = self.nodes.get_mut(&PathKey(dir.to_string())) {
+            node.stamp = stamp;
+            node.settled = settled;
+            node.ignores = Some(ignores);
+        }
+    }
+
+    /// Lists `dir`'s children again; an edited ignore file re-walks it.
+    fn relist(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
+        let path = if dir == "." { self.root.clone() } else { self.path_of(dir) };
+        if self.ignores_of(dir).is_some_and(|known| *known != *read_ignores(&path)) {
+            work.rewalked.push(dir.to_string());
+            return self.rewalk(gate, dir, indexer);
+        }
+        let Some(start) = self.resolve_dir(gate, dir) else {
+            let removed = self.remove_subtree(dir).len();
+            self.forget_dir(dir);
+            if dir != "." {
+                work.relist.push(parent_of(dir).to_string());
+            }
+            return removed + 1;
+        };
+        let Ok(children) = walk::walk(gate, &start, Some(1)) else {
+            return 0;
+        };
+        let depth = if dir == "." { 1 } else { dir.split('/').count() + 1 };
+        let mut old: HashMap<String, EntryKind> = self
+            .under(dir)
+            .filter(|(k, _)| k.0.split('/').count() == depth)
+            .map(|(k, n)| (k.0.clone(), n.kind))
+            .collect();
+        let mut changed = 0;
+        for child in children {
+            match old.remove(&child.relative) {
+                Some(kind) if kind == child.kind => {
+                    if kind == EntryKind::File {
+                        work.files.push(child.relative);
+                    }
+                }
+                previous => {
+                    changed += 1;
+                    if previous.is_some() {
+                        self.remove_subtree(&child.relative);
+                    }
+                    let node = self.make_node(child.kind, &child.relative, indexer);
+                    self.nodes.insert(PathKey(child.relative.clone()), node);
+                    if child.kind == EntryKind::Dir {
+                        changed += self.rewalk(gate, &child.relative, indexer);
+                    }
+                }
+            }
+        }
+        for (gone, _) in old {
+            changed += self.remove_subtree(&gone).len() + 1;
+            self.nodes.remove(&PathKey(gone));
+        }
+        self.restamp_dir(dir);
+        changed
+    }
+
+    /// Re-reads a file whose stamp changed or could not be trusted.
+    fn recheck_file(&mut self, relative: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
+        let Some(node) = self.nodes.get(&PathKey(relative.to_string())) else {
+            return 0;
+        };
+        let path = self.path_of(relative);
+        let current = lstat(&path);
+        if current.as_ref().map(kind_of) != Some(EntryKind::File) {
+            work.relist.push(parent_of(relative).to_string());
+            return 0;
+        }
+        if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
+            return 0;
+        }
+        let fresh = self.make_node(EntryKind::File, relative, indexer);
+        self.nodes.insert(PathKey(relative.to_string()), fresh);
+        1
+    }
+}
+
+fn parent_of(relative: &str) -> &str {
+    match relative.rfind('/') {
+        Some(index) => &relative[..index],
+        None => ".",
+    }
+}
+
+fn is_below(path: &str, dir: &str) -> bool {
+    dir == "." || path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// What one refresh has to look at again.
+#[derive(Default)]
+struct Work {
+    files: Vec<String>,
+    relist: Vec<String>,
+    rewalked: Vec<String>,
+}
+
+impl Work {
+    fn apply(mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> usize {
+        let mut changed = 0;
+        // Listing a folder can reveal more folders to list (a vanished
+        // child's parent): loop until nothing is left.
+        let mut listed: Vec<String> = Vec::new();
+        loop {
+            let mut pending = std::mem::take(&mut self.relist);
+            if pending.is_empty() {
+                break;
+            }
+            pending.sort_by(|a, b| walk::path_order(a, b));
+            pending.dedup();
+            for dir in pending {
+                if listed.contains(&dir) || self.rewalked.iter().any(|r| is_below(&dir, r) && r != &dir) {
+                    continue;
+                }
+                if dir != "." && !tree.is_dir(&dir) {
+                    // Gone since it was queued: its parent lists it out.
+                    self.relist.push(parent_of(&dir).to_string());
+                    listed.push(dir);
+                    continue;
+                }
+                changed += tree.relist(gate, &dir, indexer, &mut self);
+                listed.push(dir);
+            }
+        }
+        let mut files = std::mem::take(&mut self.files);
+        files.sort_by(|a, b| walk::path_order(a, b));
+        files.dedup();
+        for file in files {
+            changed += tree.recheck_file(&file, indexer, &mut self);
+        }
+        if !self.relist.is_empty() {
+            changed += self.apply(tree, gate, indexer);
+        }
+        changed
+    }
+}
