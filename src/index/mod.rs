@@ -440,3 +440,228 @@ fn build(shared: &Shared) -> Option<Live> {
     );
     Some(live)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grep_matcher::Matcher;
+    use std::fs;
+    use std::time::Duration;
+
+    const WORDS: &[&str] = &[
+        "apply", "discount", "Kelvin", "\u{212A}elvin", "cla\u{17F}s", "class", "fn main", "let x = 1;",
+        "ÄÖÜ", "naïve", "foo_bar", "FooBar", "needle", "haystack", "zebra", "quux", "a.b", "(x)", "[y]",
+    ];
+
+    /// A small pseudo-random generator, so failures repeat.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> usize {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as usize
+        }
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.next() % items.len()]
+        }
+    }
+
+    fn generated_tree(files: usize, seed: u64) -> (tempfile::TempDir, PathGate) {
+        let mut rng = Lcg(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for i in 0..files {
+            let path = root.join(format!("d{}/e{}/f{i}.txt", i % 7, i % 3));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let mut text = String::new();
+            for line in 0..(rng.next() % 6) {
+                for _ in 0..(rng.next() % 4) {
+                    text.push_str(rng.pick(WORDS));
+                    text.push(' ');
+                }
+                text.push_str(&format!("{line}\n"));
+            }
+            fs::write(path, text).unwrap();
+        }
+        fs::write(root.join("bin.dat"), b"needle\0apply").unwrap();
+        fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+        fs::create_dir_all(root.join("ignored")).unwrap();
+        fs::write(root.join("ignored/x.txt"), "needle").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        (dir, gate)
+    }
+
+    fn ready_model(gate: &PathGate) -> TreeModel {
+        // Stamps younger than the file system's clock tick are not trusted.
+        std::thread::sleep(Duration::from_millis(250));
+        let model = TreeModel::open(gate, &IndexConfig::default());
+        for _ in 0..500 {
+            if model.is_settled() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(model.is_ready());
+        model
+    }
+
+    /// Files under the root with a line the search's matcher matches.
+    fn true_matches(gate: &PathGate, query: &ContentQuery<'_>) -> Vec<String> {
+        let matcher = grep_regex::RegexMatcherBuilder::new()
+            .case_insensitive(query.case_insensitive)
+            .fixed_strings(!query.regex)
+            .line_terminator(Some(b'\n'))
+            .build(query.pattern)
+            .unwrap();
+        let start = gate.resolve(".").unwrap();
+        walk::walk(gate, &start, None)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .filter(|e| {
+                let text = fs::read(&e.path).unwrap();
+                text.split(|&b| b == b'\n')
+                    .any(|line| matcher.is_match(line).unwrap())
+            })
+            .map(|e| e.relative)
+            .collect()
+    }
+
+    fn candidate_names(model: &TreeModel, gate: &PathGate, query: &ContentQuery<'_>) -> Vec<String> {
+        let start = gate.resolve(".").unwrap();
+        model
+            .candidates(&start, query)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect()
+    }
+
+    #[test]
+    fn candidates_hold_every_match_in_path_order() {
+        let (_dir, gate) = generated_tree(400, 7);
+        let model = ready_model(&gate);
+        let start = gate.resolve(".").unwrap();
+        let all: Vec<String> = walk::walk(&gate, &start, None)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .map(|e| e.relative)
+            .collect();
+        let mut rng = Lcg(11);
+        let mut patterns: Vec<(String, bool)> = Vec::new();
+        for word in WORDS {
+            let chars: Vec<char> = word.chars().collect();
+            let from = rng.next() % chars.len();
+            let to = from + 1 + rng.next() % (chars.len() - from);
+            patterns.push((chars[from..to].iter().collect(), false));
+            patterns.push((word.to_string(), false));
+        }
+        for regex in [
+            r"fn \w+", r"foo_?bar", r"(needle|zebra) \d", r"[kK]elvin", r"cla[sſ]s", r"^apply", r"quux$",
+            r"a\.b", r"hay(stack)?", r"x{2,}", r"\bdiscount\b", r"(?i)NEEDLE", r"[^a]pply", r"naïve|ÄÖÜ",
+            r".", r"\w+", r"n.e.d.e",
+        ] {
+            patterns.push((regex.to_string(), true));
+        }
+        for (pattern, regex) in &patterns {
+            for case_insensitive in [false, true] {
+                let query = ContentQuery { pattern, regex: *regex, case_insensitive };
+                let candidates = candidate_names(&model, &gate, &query);
+                let mut sorted = candidates.clone();
+                sorted.sort_by(|a, b| walk::path_order(a, b));
+                assert_eq!(candidates, sorted, "{query:?}");
+                for found in true_matches(&gate, &query) {
+                    assert!(candidates.contains(&found), "{query:?} misses {found}");
+                }
+                assert!(candidates.iter().all(|c| all.contains(c)), "{query:?}");
+            }
+        }
+        // The index narrows: a word in no file has no text candidates.
+        let absent = ContentQuery { pattern: "nowhere_to_be_found", regex: false, case_insensitive: false };
+        assert_eq!(candidate_names(&model, &gate, &absent), vec!["bin.dat"]);
+        let kelvin = ContentQuery { pattern: "kelvin", regex: false, case_insensitive: true };
+        let found = candidate_names(&model, &gate, &kelvin);
+        assert!(found.len() < all.len());
+        assert_eq!(found.len(), true_matches(&gate, &kelvin).len() + 1);
+    }
+
+    #[test]
+    fn changes_are_seen_by_the_next_call() {
+        let (_dir, gate) = generated_tree(50, 3);
+        let model = ready_model(&gate);
+        let root = gate.root().to_path_buf();
+        let query = ContentQuery { pattern: "brand_new_word", regex: false, case_insensitive: false };
+        let names = || candidate_names(&model, &gate, &query);
+        assert_eq!(names(), vec!["bin.dat"]);
+
+        // Same size, same second: a rewrite of an indexed file.
+        let target = root.join("d0/e0/f0.txt");
+        let old = fs::read(&target).unwrap();
+        let mut text = b"brand_new_word\n".to_vec();
+        text.resize(old.len().max(text.len()), b' ');
+        fs::write(&target, &text).unwrap();
+        assert!(names().contains(&"d0/e0/f0.txt".to_string()));
+
+        fs::write(root.join("d1/new.txt"), "brand_new_word").unwrap();
+        fs::create_dir_all(root.join("fresh/deep")).unwrap();
+        fs::write(root.join("fresh/deep/x.txt"), "brand_new_word").unwrap();
+        let found = names();
+        assert!(found.contains(&"d1/new.txt".to_string()));
+        assert!(found.contains(&"fresh/deep/x.txt".to_string()));
+
+        fs::rename(root.join("fresh"), root.join("moved")).unwrap();
+        fs::remove_file(root.join("d1/new.txt")).unwrap();
+        let found = names();
+        assert!(!found.iter().any(|f| f.starts_with("fresh/") || f == "d1/new.txt"));
+        assert!(found.contains(&"moved/deep/x.txt".to_string()));
+
+        fs::write(root.join(".gitignore"), "moved/\n").unwrap();
+        assert!(!names().iter().any(|f| f.starts_with("moved/")));
+        fs::write(root.join(".gitignore"), "").unwrap();
+        fs::write(root.join("ignored/x.txt"), "brand_new_word").unwrap();
+        assert!(names().contains(&"ignored/x.txt".to_string()));
+
+        // find/list see the same tree.
+        let start = gate.resolve(".").unwrap();
+        let listed: Vec<String> = model
+            .entries(&start, None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect();
+        let walked: Vec<String> = walk::walk(&gate, &start, None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect();
+        assert_eq!(listed, walked);
+    }
+
+    #[test]
+    fn a_tiny_memory_limit_or_enabled_false_switches_the_model_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        let mut rng = Lcg(9);
+        for i in 0..300 {
+            let text: String = (0..4000).map(|_| char::from(b'a' + (rng.next() % 26) as u8)).collect();
+            fs::write(root.join(format!("f{i}.txt")), text).unwrap();
+        }
+        let gate = PathGate::new(root, &[]).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        let start = gate.resolve(".").unwrap();
+        for config in [
+            IndexConfig { enabled: true, max_memory_mb: 1 },
+            IndexConfig { enabled: false, max_memory_mb: 256 },
+        ] {
+            let model = TreeModel::open(&gate, &config);
+            for _ in 0..500 {
+                if model.is_settled() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(!model.is_ready(), "{config:?}");
+            assert!(model.entries(&start, None).is_none());
+        }
+    }
+}
