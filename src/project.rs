@@ -1,8 +1,8 @@
 //! What the tools work on: the project root behind its gate, the docs
-//! folder, and the checks offered for that root. Built once per root; the
-//! root changes only when the operator did not fix one and the client's
-//! roots change (adopting a client root, `file://` URIs included, is here;
-//! asking the client is the server's).
+//! folder, the checks offered for that root, and the live model of its
+//! tree. Built once per root; the root changes only when the operator did
+//! not fix one and the client's roots change (adopting a client root,
+//! `file://` URIs included, is here; asking the client is the server's).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use tokio::sync::{RwLock, watch};
 
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
+use crate::index::TreeModel;
 use crate::security::PathGate;
 
 #[derive(Debug)]
@@ -22,6 +23,9 @@ pub struct Project {
     /// The docs folder as configured or defaulted, for messages.
     pub docs_location: PathBuf,
     pub checks: CheckCatalog,
+    /// The live model of the tree (file list and content index), built in
+    /// the background; it goes with the root when the root changes.
+    pub model: TreeModel,
 }
 
 impl Project {
@@ -39,7 +43,9 @@ impl Project {
             _ => None,
         };
         let checks = CheckCatalog::detect(config, &gate);
+        let model = TreeModel::open(&gate, &config.index);
         Ok(Self {
+            model,
             gate,
             docs,
             docs_location,
