@@ -27,7 +27,7 @@ use std::time::Instant;
 use ngram::{PostingCache, Shard, ShardBuilder};
 use plan::Query;
 use tree::{Content, Indexer, Tree};
-use watch::ChangeWatcher;
+use watch::{ChangeWatcher, Changes};
 
 use crate::config::IndexConfig;
 use crate::security::{PathGate, ResolvedPath};
@@ -70,6 +70,8 @@ enum State {
 
 struct Live {
     tree: Tree,
+    /// Changes were lost and no sweep has caught up with them yet.
+    sweep_owed: bool,
     shards: Vec<Shard>,
     watcher: ChangeWatcher,
     indexer: Indexer,
@@ -141,7 +143,7 @@ impl TreeModel {
     /// in path order, as the walker would list them; `None` when the model
     /// cannot answer and the caller must walk.
     pub fn candidates(&self, start: &ResolvedPath, query: &ContentQuery<'_>) -> Option<Vec<Entry>> {
-        self.with_fresh_tree(start, |live, base| {
+        self.with_fresh_tree(start, false, |live, base| {
             let query = plan::plan(query.pattern, query.regex, query.case_insensitive);
             let base_hits = live.base_matches(&query);
             let depth_of_start = depth(&start.relative);
@@ -162,9 +164,11 @@ impl TreeModel {
 
     /// Every entry below the folder `start`, down to `max_depth` levels, in
     /// path order with sizes, as [`walk::walk`] would return them; `None`
-    /// when the model cannot answer.
+    /// when the model cannot answer, or when a listing limited in depth
+    /// would cost a stat of every file (changes unknown) and the walker,
+    /// which reads only the folders asked for, is cheaper.
     pub fn entries(&self, start: &ResolvedPath, max_depth: Option<usize>) -> Option<Vec<Entry>> {
-        self.with_fresh_tree(start, |live, base| {
+        self.with_fresh_tree(start, max_depth.is_some(), |live, base| {
             let depth_of_start = depth(&start.relative);
             live.tree
                 .under(&start.relative)
@@ -175,10 +179,12 @@ impl TreeModel {
     }
 
     /// Applies pending changes, then runs `answer` on the model when it
-    /// holds the folder `start`.
+    /// holds the folder `start`. With `cheap_only`, a call that would need a
+    /// stat sweep leaves it to a later call and answers `None`.
     fn with_fresh_tree<T>(
         &self,
         start: &ResolvedPath,
+        cheap_only: bool,
         answer: impl FnOnce(&Live, &Path) -> T,
     ) -> Option<T> {
         let mut state = self.shared.state.lock().ok()?;
@@ -186,7 +192,16 @@ impl TreeModel {
             return None;
         };
         let root = self.shared.gate.root();
-        let changes = live.watcher.drain();
+        let changes = match live.watcher.drain() {
+            Changes::Paths(_) | Changes::Unknown if live.sweep_owed => Changes::Unknown,
+            changes => changes,
+        };
+        if cheap_only && matches!(changes, Changes::Unknown) {
+            // Lost events are not forgotten: the next full call sweeps.
+            live.sweep_owed = true;
+            return None;
+        }
+        live.sweep_owed = false;
         let changed = live.tree.refresh(changes, &self.shared.gate, &mut live.indexer);
         if changed > 0 {
             let bytes = live.bytes();
@@ -421,6 +436,7 @@ fn build(shared: &Shared) -> Option<Live> {
     shards.push(builder.finish());
     let live = Live {
         tree,
+        sweep_owed: false,
         shards,
         watcher,
         indexer,

@@ -472,15 +472,18 @@ impl Tree {
 
     /// Walks `dir` again from scratch, keeping what is known of entries
     /// whose stamps did not change. Returns the entries changed.
-    fn rewalk(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer) -> usize {
+    fn rewalk(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
         let mut old = self.remove_subtree(dir);
-        let walked = self
-            .resolve_dir(gate, dir)
-            .and_then(|start| walk::walk(gate, &start, None).ok());
-        let Some(entries) = walked else {
+        let Some(start) = self.resolve_dir(gate, dir) else {
+            // Gone or replaced: its parent lists what stands there now.
             self.forget_dir(dir);
+            if dir != "." {
+                work.relist.push(parent_of(dir).to_string());
+            }
             return old.len() + 1;
         };
+        // A folder that cannot be read shows empty, as the walker shows it.
+        let entries = walk::walk(gate, &start, None).unwrap_or_default();
         let mut changed = old.len().abs_diff(entries.len());
         for entry in entries {
             let node = self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
@@ -531,7 +534,7 @@ impl Tree {
         let path = if dir == "." { self.root.clone() } else { self.path_of(dir) };
         if self.ignores_of(dir).is_some_and(|known| *known != *read_ignores(&path)) {
             work.rewalked.push(dir.to_string());
-            return self.rewalk(gate, dir, indexer);
+            return self.rewalk(gate, dir, indexer, work);
         }
         let Some(start) = self.resolve_dir(gate, dir) else {
             let removed = self.remove_subtree(dir).len();
@@ -541,9 +544,8 @@ impl Tree {
             }
             return removed + 1;
         };
-        let Ok(children) = walk::walk(gate, &start, Some(1)) else {
-            return 0;
-        };
+        // A folder that cannot be read shows empty, as the walker shows it.
+        let children = walk::walk(gate, &start, Some(1)).unwrap_or_default();
         let depth = if dir == "." { 1 } else { dir.split('/').count() + 1 };
         let mut old: HashMap<String, EntryKind> = self
             .under(dir)
@@ -553,11 +555,16 @@ impl Tree {
         let mut changed = 0;
         for child in children {
             match old.remove(&child.relative) {
-                Some(kind) if kind == child.kind => {
-                    if kind == EntryKind::File {
-                        work.files.push(child.relative);
+                Some(kind) if kind == child.kind => match kind {
+                    EntryKind::File => work.files.push(child.relative),
+                    EntryKind::Dir => {}
+                    EntryKind::Symlink | EntryKind::Other => {
+                        let stamp = lstat(&child.path).map(|m| Stamp::of(&m));
+                        if let Some(node) = self.nodes.get_mut(&PathKey(child.relative)) {
+                            node.stamp = stamp;
+                        }
                     }
-                }
+                },
                 previous => {
                     changed += 1;
                     if previous.is_some() {
@@ -566,7 +573,7 @@ impl Tree {
                     let node = self.make_node(child.kind, &child.relative, indexer);
                     self.nodes.insert(PathKey(child.relative.clone()), node);
                     if child.kind == EntryKind::Dir {
-                        changed += self.rewalk(gate, &child.relative, indexer);
+                        changed += self.rewalk(gate, &child.relative, indexer, work);
                     }
                 }
             }
