@@ -79,7 +79,7 @@ impl ProjectHelper {
     ) -> Result<Json<SearchOutput>, String> {
         let params = input.log_params();
         self.call(tool, params, SearchOutput::log_summary, move |p| {
-            tools::search::search(&p.gate, &input)
+            tools::search::search(&p.gate, &p.model, &input)
         })
         .await
     }
@@ -111,7 +111,7 @@ impl ProjectHelper {
     ) -> Result<Json<ListOutput>, String> {
         let params = input.log_params();
         self.call(tool, params, ListOutput::log_summary, move |p| {
-            tools::list::list(&p.gate, &input)
+            tools::list::list(&p.gate, &p.model, &input)
         })
         .await
     }
@@ -127,7 +127,7 @@ impl ProjectHelper {
     ) -> Result<Json<FindOutput>, String> {
         let params = input.log_params();
         self.call(tool, params, FindOutput::log_summary, move |p| {
-            tools::find::find(&p.gate, &input)
+            tools::find::find(&p.gate, &p.model, &input)
         })
         .await
     }

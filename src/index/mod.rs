@@ -130,6 +130,19 @@ impl TreeModel {
         Self { shared }
     }
 
+    /// A model that never answers: tools then walk, as without one.
+    #[cfg(test)]
+    pub fn off() -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                gate: PathGate::new(std::env::temp_dir(), &[]).expect("a gate on the temp dir"),
+                limit_bytes: 0,
+                state: Mutex::new(State::Off),
+                cancelled: AtomicBool::new(false),
+            }),
+        }
+    }
+
     /// Whether the build has finished (ready or off).
     pub fn is_settled(&self) -> bool {
         !matches!(self.shared.state.lock().as_deref(), Ok(State::Building))
@@ -202,7 +215,9 @@ impl TreeModel {
             return None;
         }
         live.sweep_owed = false;
-        let changed = live.tree.refresh(changes, &self.shared.gate, &mut live.indexer);
+        let changed = live
+            .tree
+            .refresh(changes, &self.shared.gate, &mut live.indexer);
         if changed > 0 {
             let bytes = live.bytes();
             if bytes > self.shared.limit_bytes {
@@ -465,15 +480,35 @@ mod tests {
     use std::time::Duration;
 
     const WORDS: &[&str] = &[
-        "apply", "discount", "Kelvin", "\u{212A}elvin", "cla\u{17F}s", "class", "fn main", "let x = 1;",
-        "ÄÖÜ", "naïve", "foo_bar", "FooBar", "needle", "haystack", "zebra", "quux", "a.b", "(x)", "[y]",
+        "apply",
+        "discount",
+        "Kelvin",
+        "\u{212A}elvin",
+        "cla\u{17F}s",
+        "class",
+        "fn main",
+        "let x = 1;",
+        "ÄÖÜ",
+        "naïve",
+        "foo_bar",
+        "FooBar",
+        "needle",
+        "haystack",
+        "zebra",
+        "quux",
+        "a.b",
+        "(x)",
+        "[y]",
     ];
 
     /// A small pseudo-random generator, so failures repeat.
     struct Lcg(u64);
     impl Lcg {
         fn next(&mut self) -> usize {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (self.0 >> 33) as usize
         }
         fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
@@ -542,7 +577,11 @@ mod tests {
             .collect()
     }
 
-    fn candidate_names(model: &TreeModel, gate: &PathGate, query: &ContentQuery<'_>) -> Vec<String> {
+    fn candidate_names(
+        model: &TreeModel,
+        gate: &PathGate,
+        query: &ContentQuery<'_>,
+    ) -> Vec<String> {
         let start = gate.resolve(".").unwrap();
         model
             .candidates(&start, query)
@@ -573,15 +612,33 @@ mod tests {
             patterns.push((word.to_string(), false));
         }
         for regex in [
-            r"fn \w+", r"foo_?bar", r"(needle|zebra) \d", r"[kK]elvin", r"cla[sſ]s", r"^apply", r"quux$",
-            r"a\.b", r"hay(stack)?", r"x{2,}", r"\bdiscount\b", r"(?i)NEEDLE", r"[^a]pply", r"naïve|ÄÖÜ",
-            r".", r"\w+", r"n.e.d.e",
+            r"fn \w+",
+            r"foo_?bar",
+            r"(needle|zebra) \d",
+            r"[kK]elvin",
+            r"cla[sſ]s",
+            r"^apply",
+            r"quux$",
+            r"a\.b",
+            r"hay(stack)?",
+            r"x{2,}",
+            r"\bdiscount\b",
+            r"(?i)NEEDLE",
+            r"[^a]pply",
+            r"naïve|ÄÖÜ",
+            r".",
+            r"\w+",
+            r"n.e.d.e",
         ] {
             patterns.push((regex.to_string(), true));
         }
         for (pattern, regex) in &patterns {
             for case_insensitive in [false, true] {
-                let query = ContentQuery { pattern, regex: *regex, case_insensitive };
+                let query = ContentQuery {
+                    pattern,
+                    regex: *regex,
+                    case_insensitive,
+                };
                 let candidates = candidate_names(&model, &gate, &query);
                 let mut sorted = candidates.clone();
                 sorted.sort_by(|a, b| walk::path_order(a, b));
@@ -593,9 +650,17 @@ mod tests {
             }
         }
         // The index narrows: a word in no file has no text candidates.
-        let absent = ContentQuery { pattern: "nowhere_to_be_found", regex: false, case_insensitive: false };
+        let absent = ContentQuery {
+            pattern: "nowhere_to_be_found",
+            regex: false,
+            case_insensitive: false,
+        };
         assert_eq!(candidate_names(&model, &gate, &absent), vec!["bin.dat"]);
-        let kelvin = ContentQuery { pattern: "kelvin", regex: false, case_insensitive: true };
+        let kelvin = ContentQuery {
+            pattern: "kelvin",
+            regex: false,
+            case_insensitive: true,
+        };
         let found = candidate_names(&model, &gate, &kelvin);
         assert!(found.len() < all.len());
         assert_eq!(found.len(), true_matches(&gate, &kelvin).len() + 1);
@@ -606,7 +671,11 @@ mod tests {
         let (_dir, gate) = generated_tree(50, 3);
         let model = ready_model(&gate);
         let root = gate.root().to_path_buf();
-        let query = ContentQuery { pattern: "brand_new_word", regex: false, case_insensitive: false };
+        let query = ContentQuery {
+            pattern: "brand_new_word",
+            regex: false,
+            case_insensitive: false,
+        };
         let names = || candidate_names(&model, &gate, &query);
         assert_eq!(names(), vec!["bin.dat"]);
 
@@ -628,7 +697,11 @@ mod tests {
         fs::rename(root.join("fresh"), root.join("moved")).unwrap();
         fs::remove_file(root.join("d1/new.txt")).unwrap();
         let found = names();
-        assert!(!found.iter().any(|f| f.starts_with("fresh/") || f == "d1/new.txt"));
+        assert!(
+            !found
+                .iter()
+                .any(|f| f.starts_with("fresh/") || f == "d1/new.txt")
+        );
         assert!(found.contains(&"moved/deep/x.txt".to_string()));
 
         fs::write(root.join(".gitignore"), "moved/\n").unwrap();
@@ -659,15 +732,23 @@ mod tests {
         let root = dunce::canonicalize(dir.path()).unwrap();
         let mut rng = Lcg(9);
         for i in 0..300 {
-            let text: String = (0..4000).map(|_| char::from(b'a' + (rng.next() % 26) as u8)).collect();
+            let text: String = (0..4000)
+                .map(|_| char::from(b'a' + (rng.next() % 26) as u8))
+                .collect();
             fs::write(root.join(format!("f{i}.txt")), text).unwrap();
         }
         let gate = PathGate::new(root, &[]).unwrap();
         std::thread::sleep(Duration::from_millis(250));
         let start = gate.resolve(".").unwrap();
         for config in [
-            IndexConfig { enabled: true, max_memory_mb: 1 },
-            IndexConfig { enabled: false, max_memory_mb: 256 },
+            IndexConfig {
+                enabled: true,
+                max_memory_mb: 1,
+            },
+            IndexConfig {
+                enabled: false,
+                max_memory_mb: 256,
+            },
         ] {
             let model = TreeModel::open(&gate, &config);
             for _ in 0..500 {

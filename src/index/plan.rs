@@ -136,11 +136,15 @@ impl Info {
     }
 
     fn prefix_strings(&self) -> Set {
-        self.exact.as_ref().map_or_else(|| self.prefix.clone(), trim_front)
+        self.exact
+            .as_ref()
+            .map_or_else(|| self.prefix.clone(), trim_front)
     }
 
     fn suffix_strings(&self) -> Set {
-        self.exact.as_ref().map_or_else(|| self.suffix.clone(), trim_back)
+        self.exact
+            .as_ref()
+            .map_or_else(|| self.suffix.clone(), trim_back)
     }
 }
 
@@ -151,7 +155,11 @@ fn trim_front(set: &Set) -> Set {
 
 /// Every string's last two bytes.
 fn trim_back(set: &Set) -> Set {
-    bounded(set.iter().map(|s| s[s.len().saturating_sub(2)..].to_vec()).collect())
+    bounded(
+        set.iter()
+            .map(|s| s[s.len().saturating_sub(2)..].to_vec())
+            .collect(),
+    )
 }
 
 fn bounded(set: Set) -> Set {
@@ -389,11 +397,23 @@ mod tests {
             plan("foo|bar", true, false),
             Query::Or(vec![t("bar"), t("foo")])
         );
-        assert_eq!(plan("fo[ox]", true, false), Query::Or(vec![t("foo"), t("fox")]));
+        assert_eq!(
+            plan("fo[ox]", true, false),
+            Query::Or(vec![t("foo"), t("fox")])
+        );
         assert_eq!(plan("foo|.", true, false), Query::All);
         assert_eq!(
             plan(r"fn \w+_discount", true, false),
-            Query::And(vec![t("fn "), t("_di"), t("dis"), t("isc"), t("sco"), t("cou"), t("oun"), t("unt")])
+            Query::And(vec![
+                t("fn "),
+                t("_di"),
+                t("dis"),
+                t("isc"),
+                t("sco"),
+                t("cou"),
+                t("oun"),
+                t("unt")
+            ])
         );
     }
 }

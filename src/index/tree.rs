@@ -162,7 +162,10 @@ impl Indexer {
         }
         self.buffer.clear();
         let limit = MAX_INDEXED_BYTES + 1;
-        if (&mut file).take(limit).read_to_end(&mut self.buffer).is_err()
+        if (&mut file)
+            .take(limit)
+            .read_to_end(&mut self.buffer)
+            .is_err()
             || self.buffer.len() as u64 >= limit
         {
             return (Some(stamp), settled, None);
@@ -178,7 +181,11 @@ impl Indexer {
             return (Some(stamp), settled, None);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);
-        (Some(stamp), settled, Some(sorted_trigrams(scratch, content)))
+        (
+            Some(stamp),
+            settled,
+            Some(sorted_trigrams(scratch, content)),
+        )
     }
 }
 
@@ -472,7 +479,13 @@ impl Tree {
 
     /// Walks `dir` again from scratch, keeping what is known of entries
     /// whose stamps did not change. Returns the entries changed.
-    fn rewalk(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
+    fn rewalk(
+        &mut self,
+        gate: &PathGate,
+        dir: &str,
+        indexer: &mut Indexer,
+        work: &mut Work,
+    ) -> usize {
         let mut old = self.remove_subtree(dir);
         let Some(start) = self.resolve_dir(gate, dir) else {
             // Gone or replaced: its parent lists what stands there now.
@@ -486,14 +499,21 @@ impl Tree {
         let entries = walk::walk(gate, &start, None).unwrap_or_default();
         let mut changed = old.len().abs_diff(entries.len());
         for entry in entries {
-            let node = self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
+            let node =
+                self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
             self.nodes.insert(PathKey(entry.relative), node);
         }
         self.restamp_dir(dir);
         changed
     }
 
-    fn reuse_or_make(&self, old: Option<Node>, entry: &Entry, indexer: &mut Indexer, changed: &mut usize) -> Node {
+    fn reuse_or_make(
+        &self,
+        old: Option<Node>,
+        entry: &Entry,
+        indexer: &mut Indexer,
+        changed: &mut usize,
+    ) -> Node {
         if let Some(node) = old
             && node.kind == entry.kind
             && node.settled
@@ -516,7 +536,11 @@ impl Tree {
     }
 
     fn restamp_dir(&mut self, dir: &str) {
-        let path = if dir == "." { self.root.clone() } else { self.path_of(dir) };
+        let path = if dir == "." {
+            self.root.clone()
+        } else {
+            self.path_of(dir)
+        };
         let (stamp, ignores, settled) = dir_state(&path);
         if dir == "." {
             self.root_stamp = stamp;
@@ -530,9 +554,22 @@ impl Tree {
     }
 
     /// Lists `dir`'s children again; an edited ignore file re-walks it.
-    fn relist(&mut self, gate: &PathGate, dir: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
-        let path = if dir == "." { self.root.clone() } else { self.path_of(dir) };
-        if self.ignores_of(dir).is_some_and(|known| *known != *read_ignores(&path)) {
+    fn relist(
+        &mut self,
+        gate: &PathGate,
+        dir: &str,
+        indexer: &mut Indexer,
+        work: &mut Work,
+    ) -> usize {
+        let path = if dir == "." {
+            self.root.clone()
+        } else {
+            self.path_of(dir)
+        };
+        if self
+            .ignores_of(dir)
+            .is_some_and(|known| *known != *read_ignores(&path))
+        {
             work.rewalked.push(dir.to_string());
             return self.rewalk(gate, dir, indexer, work);
         }
@@ -546,7 +583,11 @@ impl Tree {
         };
         // A folder that cannot be read shows empty, as the walker shows it.
         let children = walk::walk(gate, &start, Some(1)).unwrap_or_default();
-        let depth = if dir == "." { 1 } else { dir.split('/').count() + 1 };
+        let depth = if dir == "." {
+            1
+        } else {
+            dir.split('/').count() + 1
+        };
         let mut old: HashMap<String, EntryKind> = self
             .under(dir)
             .filter(|(k, _)| k.0.split('/').count() == depth)
@@ -614,7 +655,11 @@ fn parent_of(relative: &str) -> &str {
 }
 
 fn is_below(path: &str, dir: &str) -> bool {
-    dir == "." || path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+    dir == "."
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// What one refresh has to look at again.
@@ -639,7 +684,9 @@ impl Work {
             pending.sort_by(|a, b| walk::path_order(a, b));
             pending.dedup();
             for dir in pending {
-                if listed.contains(&dir) || self.rewalked.iter().any(|r| is_below(&dir, r) && r != &dir) {
+                if listed.contains(&dir)
+                    || self.rewalked.iter().any(|r| is_below(&dir, r) && r != &dir)
+                {
                     continue;
                 }
                 if dir != "." && !tree.is_dir(&dir) {

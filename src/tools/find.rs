@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Status, ToolError};
 use crate::glob::{PathGlob, below};
+use crate::index::TreeModel;
 use crate::security::PathGate;
 use crate::walk::{self, EntryKind};
 
@@ -60,7 +61,11 @@ impl FindOutput {
     }
 }
 
-pub fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError> {
+pub fn find(
+    gate: &PathGate,
+    model: &TreeModel,
+    input: &FindInput,
+) -> Result<FindOutput, ToolError> {
     let glob = PathGlob::new(&input.pattern)?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
     let start = gate.resolve(&input.path)?;
@@ -70,8 +75,12 @@ pub fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError>
             start.relative
         )));
     }
-    let mut files: Vec<String> = walk::walk(gate, &start, None)
-        .map_err(|error| ToolError::io(&start.relative, &error))?
+    let entries = match model.entries(&start, None) {
+        Some(entries) => entries,
+        None => walk::walk(gate, &start, None)
+            .map_err(|error| ToolError::io(&start.relative, &error))?,
+    };
+    let mut files: Vec<String> = entries
         .into_iter()
         .filter(|entry| entry.kind == EntryKind::File)
         .filter(|entry| glob.is_match(below(&start.relative, &entry.relative)))
@@ -110,6 +119,7 @@ mod tests {
     fn run(gate: &PathGate, pattern: &str, path: &str) -> Vec<String> {
         find(
             gate,
+            &TreeModel::off(),
             &FindInput {
                 pattern: pattern.into(),
                 path: path.into(),
@@ -164,6 +174,7 @@ mod tests {
         let (_d, gate) = project();
         let out = find(
             &gate,
+            &TreeModel::off(),
             &FindInput {
                 pattern: "**/*".into(),
                 path: ".".into(),

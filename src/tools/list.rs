@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Status, ToolError};
+use crate::index::TreeModel;
 use crate::security::PathGate;
 use crate::walk::{self, EntryKind};
 
@@ -79,7 +80,11 @@ impl ListOutput {
     }
 }
 
-pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
+pub fn list(
+    gate: &PathGate,
+    model: &TreeModel,
+    input: &ListInput,
+) -> Result<ListOutput, ToolError> {
     let depth = input.depth.clamp(1, MAX_DEPTH) as usize;
     let max_entries = input.max_entries.clamp(1, MAX_ENTRIES_CAP);
     let start = gate.resolve(&input.path)?;
@@ -89,8 +94,11 @@ pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError>
             start.relative
         )));
     }
-    let found = walk::walk(gate, &start, Some(depth))
-        .map_err(|error| ToolError::io(&start.relative, &error))?;
+    let found = match model.entries(&start, Some(depth)) {
+        Some(found) => found,
+        None => walk::walk(gate, &start, Some(depth))
+            .map_err(|error| ToolError::io(&start.relative, &error))?,
+    };
     let truncated = found.len() > max_entries;
     let entries: Vec<ListEntry> = found
         .into_iter()
@@ -141,7 +149,7 @@ mod tests {
     #[test]
     fn lists_direct_children_sorted() {
         let (_d, gate) = project();
-        let out = list(&gate, &input(".", 1, 500)).unwrap();
+        let out = list(&gate, &TreeModel::off(), &input(".", 1, 500)).unwrap();
         let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["a", "top.txt"]);
         assert_eq!(out.entries[1].size, Some(5));
@@ -154,11 +162,11 @@ mod tests {
     #[test]
     fn depth_and_truncation() {
         let (_d, gate) = project();
-        let out = list(&gate, &input("a", 5, 500)).unwrap();
+        let out = list(&gate, &TreeModel::off(), &input("a", 5, 500)).unwrap();
         let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["a/b", "a/b/c", "a/b/c/d.txt", "a/x.txt"]);
         assert_eq!(out.entries[2].name, "d.txt");
-        let out = list(&gate, &input("a", 5, 2)).unwrap();
+        let out = list(&gate, &TreeModel::off(), &input("a", 5, 2)).unwrap();
         assert_eq!(out.count, 2);
         assert!(out.truncated);
     }
@@ -166,7 +174,7 @@ mod tests {
     #[test]
     fn a_file_is_not_a_directory() {
         let (_d, gate) = project();
-        let error = list(&gate, &input("top.txt", 1, 10)).unwrap_err();
+        let error = list(&gate, &TreeModel::off(), &input("top.txt", 1, 10)).unwrap_err();
         assert!(error.to_string().contains("not a directory"));
     }
 }

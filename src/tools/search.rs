@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::read::{SNIFF_BYTES, looks_binary, open_without_following};
 use super::{Status, ToolError, cut_chars};
 use crate::glob::{PathGlob, below};
+use crate::index::{ContentQuery, TreeModel};
 use crate::security::PathGate;
 use crate::walk::{self, Entry, EntryKind};
 
@@ -174,7 +175,13 @@ struct FileHits {
     count: u64,
 }
 
-pub fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, ToolError> {
+/// Searches under `input.path`; `model` narrows the files to read when it
+/// can, and the answer is the same either way.
+pub fn search(
+    gate: &PathGate,
+    model: &TreeModel,
+    input: &SearchInput,
+) -> Result<SearchOutput, ToolError> {
     let matcher = build_matcher(input)?;
     let glob = input.glob.as_deref().map(PathGlob::new).transpose()?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
@@ -205,7 +212,15 @@ pub fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, Tool
             glob.as_ref()
                 .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
         };
-        search_tree(gate, &start, &plan, accept)
+        let candidates = model.candidates(
+            &start,
+            &ContentQuery {
+                pattern: &input.query,
+                regex: input.regex,
+                case_insensitive: !input.case_sensitive,
+            },
+        );
+        search_tree(gate, &start, &plan, accept, candidates)
             .map_err(|error| ToolError::io(&start.relative, &error))?
     };
     Ok(assemble(input, start.relative, max_results, hits))
@@ -379,12 +394,14 @@ impl Sink for CollectSink<'_> {
 }
 
 /// Walks in sorted order on this thread while workers search; stops both
-/// once the finished sorted prefix holds enough hits.
+/// once the finished sorted prefix holds enough hits. `candidates`, the
+/// tree model's files that may match (in the same order), replace the walk.
 fn search_tree(
     gate: &PathGate,
     start: &crate::security::ResolvedPath,
     plan: &Plan,
     accept: impl Fn(&Entry) -> bool,
+    candidates: Option<Vec<Entry>>,
 ) -> std::io::Result<Vec<FileHits>> {
     let workers = walk::worker_threads();
     let stop = AtomicBool::new(false);
@@ -421,7 +438,7 @@ fn search_tree(
         }
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH_FILES);
-        let walked = walk::walk_sorted(gate, start, None, |entry| {
+        let mut visit = |entry: Entry| {
             if stop.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
@@ -436,7 +453,18 @@ fn search_tree(
                 }
             }
             ControlFlow::Continue(())
-        });
+        };
+        let walked = match candidates {
+            Some(files) => {
+                for entry in files {
+                    if visit(entry).is_break() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            None => walk::walk_sorted(gate, start, None, &mut visit),
+        };
         if !batch.is_empty() {
             // Fails only when every worker has gone, and then nothing waits.
             let _ = sender.send(batch);
@@ -613,6 +641,11 @@ mod tests {
 
     fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate) {
         crate::tools::temp_project(files)
+    }
+
+    /// The scan alone; the index's answers are compared with it elsewhere.
+    fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, ToolError> {
+        super::search(gate, &TreeModel::off(), input)
     }
 
     fn input(query: &str) -> SearchInput {
