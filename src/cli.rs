@@ -34,7 +34,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DIR", global = true)]
     pub docs: Option<PathBuf>,
 
-    /// Operator config file (TOML): checks, limits, extra deny globs [env: MCP_PROJECT_HELPER_CONFIG]
+    /// Operator config file (TOML): checks, limits, extra deny globs, index [env: MCP_PROJECT_HELPER_CONFIG]
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 
