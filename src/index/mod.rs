@@ -215,9 +215,15 @@ impl TreeModel {
             return None;
         }
         live.sweep_owed = false;
-        let changed = live
+        let Some(changed) = live
             .tree
-            .refresh(changes, &self.shared.gate, &mut live.indexer);
+            .refresh(changes, &self.shared.gate, &mut live.indexer)
+        else {
+            // The tree changed faster than it could be followed: walk this
+            // time, and look at everything again next time.
+            live.sweep_owed = true;
+            return None;
+        };
         if changed > 0 {
             let bytes = live.bytes();
             if bytes > self.shared.limit_bytes {
@@ -234,9 +240,13 @@ impl TreeModel {
         } else {
             root.join(&start.relative)
         };
-        // A folder reached through a symlink, or one the walker hides
-        // (an explicit start inside an ignored folder), is walked.
-        if start.real != expected || !live.tree.is_dir(&start.relative) {
+        // A folder reached through a symlink, one the walker hides (an
+        // explicit start inside an ignored folder), or one holding a name
+        // that is not UTF-8, is walked.
+        if start.real != expected
+            || !live.tree.is_dir(&start.relative)
+            || live.tree.under(&start.relative).any(|(_, node)| node.lossy)
+        {
             return None;
         }
         Some(answer(live, root))
@@ -417,7 +427,7 @@ fn build(shared: &Shared) -> Option<Live> {
         if shared.cancelled.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
-        let mut node = tree.make_node(found.kind, &found.relative, &mut indexer);
+        let mut node = tree.make_node(found.kind, &found.relative, &found.path, &mut indexer);
         if let Content::Fresh(trigrams) = &node.content {
             let id = builder.next_id();
             builder.add(trigrams);
@@ -724,6 +734,39 @@ mod tests {
             .map(|e| e.relative)
             .collect();
         assert_eq!(listed, walked);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_with_a_name_that_is_not_utf8_is_walked() {
+        use std::os::unix::ffi::OsStrExt;
+        let (_dir, gate) = generated_tree(20, 1);
+        let odd = gate
+            .root()
+            .join("d1")
+            .join(std::ffi::OsStr::from_bytes(b"odd\xff.txt"));
+        fs::write(odd, "needle").unwrap();
+        let model = ready_model(&gate);
+        let query = ContentQuery {
+            pattern: "needle",
+            regex: false,
+            case_insensitive: false,
+        };
+        assert!(
+            model
+                .candidates(&gate.resolve(".").unwrap(), &query)
+                .is_none()
+        );
+        assert!(
+            model
+                .candidates(&gate.resolve("d1").unwrap(), &query)
+                .is_none()
+        );
+        assert!(
+            model
+                .candidates(&gate.resolve("d2").unwrap(), &query)
+                .is_some()
+        );
     }
 
     #[test]

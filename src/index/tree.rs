@@ -127,6 +127,9 @@ pub struct Node {
     settled: bool,
     /// For folders: their `.gitignore` and `.ignore`.
     ignores: Option<Box<[IgnoreFile; 2]>>,
+    /// The name is not UTF-8, so the root-relative text does not lead back
+    /// to the entry: the model cannot answer for a folder holding it.
+    pub lossy: bool,
 }
 
 impl Node {
@@ -278,8 +281,14 @@ impl Tree {
         self.root.join(relative)
     }
 
-    /// A node for a walked entry; files are read and indexed.
-    pub fn make_node(&self, kind: EntryKind, relative: &str, indexer: &mut Indexer) -> Node {
+    /// A node for the walked entry at `real`; files are read and indexed.
+    pub fn make_node(
+        &self,
+        kind: EntryKind,
+        relative: &str,
+        real: &Path,
+        indexer: &mut Indexer,
+    ) -> Node {
         let path = self.path_of(relative);
         let mut node = Node {
             kind,
@@ -287,7 +296,12 @@ impl Tree {
             content: Content::Always,
             settled: false,
             ignores: None,
+            lossy: !path.components().eq(real.components()),
         };
+        if node.lossy {
+            node.settled = true;
+            return node;
+        }
         match kind {
             EntryKind::File => {
                 let (stamp, settled, trigrams) = indexer.read(&path);
@@ -342,8 +356,15 @@ impl Tree {
                 .is_some_and(|n| n.kind == EntryKind::Dir)
     }
 
-    /// Brings the tree up to the disk. Returns how many entries changed.
-    pub fn refresh(&mut self, changes: Changes, gate: &PathGate, indexer: &mut Indexer) -> usize {
+    /// Brings the tree up to the disk. Returns how many entries changed, or
+    /// `None` when the tree kept changing under the refresh and the caller
+    /// should not trust the model for this call.
+    pub fn refresh(
+        &mut self,
+        changes: Changes,
+        gate: &PathGate,
+        indexer: &mut Indexer,
+    ) -> Option<usize> {
         let mut work = Work::default();
         match changes {
             Changes::Paths(paths) => {
@@ -416,7 +437,7 @@ impl Tree {
         {
             work.relist.push(".".to_string());
         }
-        for (key, node) in &self.nodes {
+        for (key, node) in self.nodes.iter().filter(|(_, node)| !node.lossy) {
             let current = lstat(&self.path_of(&key.0));
             let same_kind = current.as_ref().map(kind_of) == Some(node.kind);
             if !same_kind {
@@ -522,7 +543,7 @@ impl Tree {
             return node;
         }
         *changed += 1;
-        self.make_node(entry.kind, &entry.relative, indexer)
+        self.make_node(entry.kind, &entry.relative, &entry.path, indexer)
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
@@ -611,7 +632,7 @@ impl Tree {
                     if previous.is_some() {
                         self.remove_subtree(&child.relative);
                     }
-                    let node = self.make_node(child.kind, &child.relative, indexer);
+                    let node = self.make_node(child.kind, &child.relative, &child.path, indexer);
                     self.nodes.insert(PathKey(child.relative.clone()), node);
                     if child.kind == EntryKind::Dir {
                         changed += self.rewalk(gate, &child.relative, indexer, work);
@@ -632,6 +653,9 @@ impl Tree {
         let Some(node) = self.nodes.get(&PathKey(relative.to_string())) else {
             return 0;
         };
+        if node.lossy {
+            return 0;
+        }
         let path = self.path_of(relative);
         let current = lstat(&path);
         if current.as_ref().map(kind_of) != Some(EntryKind::File) {
@@ -641,7 +665,7 @@ impl Tree {
         if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
             return 0;
         }
-        let fresh = self.make_node(EntryKind::File, relative, indexer);
+        let fresh = self.make_node(EntryKind::File, relative, &path, indexer);
         self.nodes.insert(PathKey(relative.to_string()), fresh);
         1
     }
@@ -670,8 +694,23 @@ struct Work {
     rewalked: Vec<String>,
 }
 
+/// Rounds of listing and re-reading one refresh may take: each round's
+/// findings (a vanished file's folder) feed the next.
+const MAX_ROUNDS: usize = 4;
+
 impl Work {
-    fn apply(mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> usize {
+    fn apply(mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> Option<usize> {
+        let mut changed = 0;
+        for _ in 0..MAX_ROUNDS {
+            changed += self.round(tree, gate, indexer);
+            if self.relist.is_empty() && self.files.is_empty() {
+                return Some(changed);
+            }
+        }
+        None
+    }
+
+    fn round(&mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> usize {
         let mut changed = 0;
         // Listing a folder can reveal more folders to list (a vanished
         // child's parent): loop until nothing is left.
@@ -695,7 +734,7 @@ impl Work {
                     listed.push(dir);
                     continue;
                 }
-                changed += tree.relist(gate, &dir, indexer, &mut self);
+                changed += tree.relist(gate, &dir, indexer, self);
                 listed.push(dir);
             }
         }
@@ -703,10 +742,7 @@ impl Work {
         files.sort_by(|a, b| walk::path_order(a, b));
         files.dedup();
         for file in files {
-            changed += tree.recheck_file(&file, indexer, &mut self);
-        }
-        if !self.relist.is_empty() {
-            changed += self.apply(tree, gate, indexer);
+            changed += tree.recheck_file(&file, indexer, self);
         }
         changed
     }
