@@ -243,8 +243,11 @@ impl TreeModel {
         // A folder reached through a symlink, one the walker hides (an
         // explicit start inside an ignored folder), or one holding a name
         // that is not UTF-8, is walked.
+        // With whitelist rules, a walk from a folder may show other files
+        // than the walk from the root the model holds.
         if start.real != expected
             || !live.tree.is_dir(&start.relative)
+            || (start.relative != "." && live.tree.negations)
             || live.tree.under(&start.relative).any(|(_, node)| node.lossy)
         {
             return None;
@@ -459,6 +462,7 @@ fn build(shared: &Shared) -> Option<Live> {
         return None;
     }
     shards.push(builder.finish());
+    tree.negations = tree.find_negations();
     let live = Live {
         tree,
         sweep_owed: false,
@@ -734,6 +738,61 @@ mod tests {
             .map(|e| e.relative)
             .collect();
         assert_eq!(listed, walked);
+    }
+
+    #[test]
+    fn whitelist_rules_keep_the_root_walk_s_answer() {
+        let (_dir, gate) = generated_tree(20, 2);
+        let root = gate.root().to_path_buf();
+        fs::write(root.join(".gitignore"), "ignored/\n*.log\n").unwrap();
+        fs::create_dir_all(root.join("sub")).unwrap();
+        fs::write(root.join("sub/.gitignore"), "!keep.log\n").unwrap();
+        fs::write(root.join("sub/keep.log"), "needle").unwrap();
+        fs::write(root.join("sub/drop.log"), "needle").unwrap();
+        let model = ready_model(&gate);
+        let query = ContentQuery {
+            pattern: "needle",
+            regex: false,
+            case_insensitive: false,
+        };
+        let walked_files = || -> Vec<String> {
+            let start = gate.resolve(".").unwrap();
+            walk::walk(&gate, &start, None)
+                .unwrap()
+                .into_iter()
+                .filter(|e| e.kind == EntryKind::File)
+                .map(|e| e.relative)
+                .collect()
+        };
+        let found = candidate_names(&model, &gate, &query);
+        assert!(found.contains(&"sub/keep.log".to_string()));
+        assert!(found.iter().all(|f| walked_files().contains(f)));
+        // A walk from `sub` would decide differently: the model steps aside.
+        assert!(
+            model
+                .candidates(&gate.resolve("sub").unwrap(), &query)
+                .is_none()
+        );
+        // Changes in `sub` are followed as the root walk sees them.
+        fs::write(root.join("sub/new.txt"), "needle").unwrap();
+        fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        fs::write(root.join("sub/deeper/keep.log"), "needle").unwrap();
+        let found = candidate_names(&model, &gate, &query);
+        for expected in ["sub/keep.log", "sub/new.txt"] {
+            assert!(
+                found.contains(&expected.to_string()),
+                "{expected}: {found:?}"
+            );
+        }
+        let start = gate.resolve(".").unwrap();
+        let listed: Vec<String> = model
+            .entries(&start, None)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .map(|e| e.relative)
+            .collect();
+        assert_eq!(listed, walked_files());
     }
 
     #[cfg(unix)]

@@ -220,6 +220,16 @@ fn kind_of(metadata: &Metadata) -> EntryKind {
     }
 }
 
+fn has_negation(ignores: &[IgnoreFile; 2]) -> bool {
+    ignores
+        .iter()
+        .filter_map(|i| i.text.as_deref())
+        .any(|text| {
+            text.split(|&b| b == b'\n')
+                .any(|line| line.trim_ascii_start().starts_with(b"!"))
+        })
+}
+
 /// A folder's stamp, its ignore files, and whether all those stamps can be
 /// trusted to show the next change.
 fn dir_state(dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
@@ -259,18 +269,31 @@ pub struct Tree {
     root_stamp: Option<Stamp>,
     root_ignores: Box<[IgnoreFile; 2]>,
     root_settled: bool,
+    /// Some ignore file holds a whitelist (`!`) rule.
+    pub negations: bool,
 }
 
 impl Tree {
     pub fn new(root: &Path) -> Self {
         let (root_stamp, root_ignores, root_settled) = dir_state(root);
+        let negations = has_negation(&root_ignores);
         Self {
             root: root.to_path_buf(),
             nodes: BTreeMap::new(),
             root_stamp,
             root_ignores,
             root_settled,
+            negations,
         }
+    }
+
+    /// Whether any ignore file in the tree holds a whitelist rule.
+    pub fn find_negations(&self) -> bool {
+        has_negation(&self.root_ignores)
+            || self
+                .nodes
+                .values()
+                .any(|node| node.ignores.as_deref().is_some_and(has_negation))
     }
 
     pub fn insert(&mut self, relative: String, node: Node) {
@@ -386,7 +409,11 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        work.apply(self, gate, indexer)
+        let changed = work.apply(self, gate, indexer);
+        if changed.is_some_and(|n| n > 0) {
+            self.negations = self.find_negations();
+        }
+        changed
     }
 
     /// Sorts one reported path into the work to do.
@@ -591,6 +618,12 @@ impl Tree {
             .ignores_of(dir)
             .is_some_and(|known| *known != *read_ignores(&path))
         {
+            let fresh = read_ignores(&path);
+            let dir = if self.negations || has_negation(&fresh) {
+                "."
+            } else {
+                dir
+            };
             work.rewalked.push(dir.to_string());
             return self.rewalk(gate, dir, indexer, work);
         }
@@ -631,6 +664,12 @@ impl Tree {
                     changed += 1;
                     if previous.is_some() {
                         self.remove_subtree(&child.relative);
+                    }
+                    if child.kind == EntryKind::Dir && self.negations {
+                        // See `Work::round`: only a walk from the root
+                        // applies whitelist rules as the root walk does.
+                        work.rewalked.push(".".to_string());
+                        return changed + self.rewalk(gate, ".", indexer, work);
                     }
                     let node = self.make_node(child.kind, &child.relative, &child.path, indexer);
                     self.nodes.insert(PathKey(child.relative.clone()), node);
@@ -722,6 +761,18 @@ impl Work {
             }
             pending.sort_by(|a, b| walk::path_order(a, b));
             pending.dedup();
+            if tree.negations && pending.iter().any(|dir| dir != ".") {
+                // A walk from a folder applies its ancestors' ignore rules
+                // without their precedence, which only whitelist (`!`)
+                // rules can tell apart: walk from the root instead.
+                pending = vec![".".to_string()];
+                if !self.rewalked.iter().any(|r| r == ".") {
+                    self.rewalked.push(".".to_string());
+                    changed += tree.rewalk(gate, ".", indexer, self);
+                }
+                listed.push(".".to_string());
+                continue;
+            }
             for dir in pending {
                 if listed.contains(&dir)
                     || self.rewalked.iter().any(|r| is_below(&dir, r) && r != &dir)
