@@ -741,6 +741,18 @@ mod tests {
     }
 
     #[test]
+    fn the_change_feed_drops_only_paths_in_skipped_folders() {
+        let ignored = in_skipped_folder(Path::new("/p"));
+        assert!(ignored(Path::new("/p/target/debug/x"), false));
+        assert!(ignored(Path::new("/p/a/node_modules"), true));
+        assert!(ignored(Path::new("/p/.git/index"), false));
+        assert!(ignored(Path::new("/elsewhere/x"), false));
+        assert!(!ignored(Path::new("/p/src/target"), false));
+        assert!(!ignored(Path::new("/p/src/.gitignore"), false));
+        assert!(!ignored(Path::new("/p"), true));
+    }
+
+    #[test]
     fn whitelist_rules_keep_the_root_walk_s_answer() {
         let (_dir, gate) = generated_tree(20, 2);
         let root = gate.root().to_path_buf();
