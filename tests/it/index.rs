@@ -5,12 +5,10 @@
 //! files) and for literal, regex and case-insensitive queries with every
 //! option.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Server, TempProject, matches};
+use crate::common::{self, Server, TempProject, matches};
 use serde_json::{Value, json};
 
 const WORDS: &[&str] = &[
