@@ -438,8 +438,10 @@ impl Tree {
         }
         match self.nodes.get(&PathKey(relative.clone())) {
             Some(node) if node.kind == EntryKind::File => work.files.push(relative),
+            // A reported folder stands for itself and everything below it
+            // (moved away and back, say): walk all of it again.
             Some(node) if node.kind == EntryKind::Dir => {
-                work.relist.push(relative);
+                work.rewalk.push(relative);
                 work.relist.push(parent);
             }
             _ => {
@@ -730,6 +732,7 @@ fn is_below(path: &str, dir: &str) -> bool {
 struct Work {
     files: Vec<String>,
     relist: Vec<String>,
+    rewalk: Vec<String>,
     rewalked: Vec<String>,
 }
 
@@ -742,7 +745,7 @@ impl Work {
         let mut changed = 0;
         for _ in 0..MAX_ROUNDS {
             changed += self.round(tree, gate, indexer);
-            if self.relist.is_empty() && self.files.is_empty() {
+            if self.relist.is_empty() && self.files.is_empty() && self.rewalk.is_empty() {
                 return Some(changed);
             }
         }
@@ -754,6 +757,21 @@ impl Work {
         // Listing a folder can reveal more folders to list (a vanished
         // child's parent): loop until nothing is left.
         let mut listed: Vec<String> = Vec::new();
+        let mut rewalk = std::mem::take(&mut self.rewalk);
+        rewalk.sort_by(|a, b| walk::path_order(a, b));
+        rewalk.dedup();
+        for dir in rewalk {
+            if self.rewalked.iter().any(|r| is_below(&dir, r)) {
+                continue;
+            }
+            if dir != "." && !tree.is_dir(&dir) {
+                self.relist.push(parent_of(&dir).to_string());
+                continue;
+            }
+            let dir = if tree.negations { ".".to_string() } else { dir };
+            self.rewalked.push(dir.clone());
+            changed += tree.rewalk(gate, &dir, indexer, self);
+        }
         loop {
             let mut pending = std::mem::take(&mut self.relist);
             if pending.is_empty() {
