@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mcp_project_helper::config::IndexConfig;
+use mcp_project_helper::index::TreeModel;
 use mcp_project_helper::security::PathGate;
 use mcp_project_helper::tools::search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, OutputMode, SearchInput, search,
@@ -297,8 +299,16 @@ fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
 }
 
 fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
+    // The scan itself: no tree model.
+    let no_model = TreeModel::open(
+        gate,
+        &IndexConfig {
+            enabled: false,
+            max_memory_mb: 1,
+        },
+    );
     let started = Instant::now();
-    let output = search(gate, input).expect("search succeeds");
+    let output = search(gate, &no_model, input).expect("search succeeds");
     (started.elapsed(), output.count, output.truncated)
 }
 

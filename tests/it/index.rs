@@ -204,7 +204,7 @@ async fn indexed_answers_equal_scanned_answers() {
             let mut arguments = json!({
                 "query": query,
                 "regex": regex,
-                "case_sensitive": rng.next() % 2 == 0,
+                "case_sensitive": rng.next().is_multiple_of(2),
                 "output_mode": rng.pick(&modes),
                 "offset": OFFSETS[rng.next() % 4],
                 "max_results": MAX_RESULTS[rng.next() % 3],
