@@ -741,6 +741,46 @@ mod tests {
     }
 
     #[test]
+    fn reported_paths_are_applied_exactly() {
+        let (_dir, gate) = generated_tree(30, 4);
+        std::thread::sleep(Duration::from_millis(250));
+        let shared = Shared {
+            gate: gate.clone(),
+            limit_bytes: usize::MAX,
+            state: Mutex::new(State::Building),
+            cancelled: AtomicBool::new(false),
+        };
+        let mut live = build(&shared).unwrap();
+        let root = gate.root().to_path_buf();
+        // A folder moved away and back, with an edit while it was away: the
+        // feed reports the folder's two paths, not the file inside.
+        fs::rename(root.join("d1"), root.join("away")).unwrap();
+        fs::write(root.join("away/e1/f1.txt"), "moved_edit").unwrap();
+        fs::rename(root.join("away"), root.join("d1")).unwrap();
+        fs::write(root.join("d2/new.txt"), "x").unwrap();
+        fs::remove_file(root.join("d3/e0/f3.txt")).unwrap();
+        let changes = Changes::Paths(vec![
+            root.join("away"),
+            root.join("d1"),
+            root.join("d2/new.txt"),
+            root.join("d3/e0/f3.txt"),
+        ]);
+        live.tree
+            .refresh(changes, &gate, &mut live.indexer)
+            .unwrap();
+        let edited = &live.tree.nodes[&tree::PathKey("d1/e1/f1.txt".into())];
+        assert!(!matches!(edited.content, Content::Base(_)));
+        let modelled: Vec<String> = live.tree.nodes.keys().map(|k| k.0.clone()).collect();
+        let start = gate.resolve(".").unwrap();
+        let walked: Vec<String> = walk::walk(&gate, &start, None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect();
+        assert_eq!(modelled, walked);
+    }
+
+    #[test]
     fn the_change_feed_drops_only_paths_in_skipped_folders() {
         let ignored = in_skipped_folder(Path::new("/p"));
         assert!(ignored(Path::new("/p/target/debug/x"), false));
