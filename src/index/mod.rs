@@ -79,10 +79,12 @@ struct Live {
 
 impl fmt::Debug for TreeModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.shared.state.lock().as_deref() {
+        // Never waits: a call may hold the lock while this is printed.
+        let state = match self.shared.state.try_lock().as_deref() {
             Ok(State::Building) => "building",
             Ok(State::Ready(_)) => "ready",
-            Ok(State::Off) | Err(_) => "off",
+            Ok(State::Off) => "off",
+            Err(_) => "busy",
         };
         f.debug_struct("TreeModel").field("state", &state).finish()
     }
