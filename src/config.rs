@@ -503,6 +503,35 @@ globs = ["*.secret", "private/**"]
     }
 
     #[test]
+    fn index_section_defaults_and_validation() {
+        assert_eq!(parse("").unwrap().index, IndexConfig::default());
+        let file = parse("[index]\nenabled = false\nmax_memory_mb = 64\n").unwrap();
+        assert_eq!(
+            file.index,
+            IndexConfig {
+                enabled: false,
+                max_memory_mb: 64
+            }
+        );
+        assert_eq!(
+            parse("[index]\nenabled = false\n")
+                .unwrap()
+                .index
+                .max_memory_mb,
+            256
+        );
+        let zero = parse("[index]\nmax_memory_mb = 0\n").unwrap_err();
+        assert!(zero.contains("index.max_memory_mb"), "{zero}");
+        let unknown = parse("[index]\nmax_memory = 5\n").unwrap_err();
+        assert!(
+            unknown.contains("line 2") && unknown.contains("max_memory"),
+            "{unknown}"
+        );
+        let wrong = parse("[index]\nenabled = \"yes\"\n").unwrap_err();
+        assert!(wrong.contains("line 2"), "{wrong}");
+    }
+
+    #[test]
     fn unknown_section_is_an_error() {
         let error = parse("[server]\nport = 1\n").unwrap_err();
         assert!(error.contains("server"), "{error}");
