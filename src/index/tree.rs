@@ -627,7 +627,8 @@ impl Tree {
                 dir
             };
             work.rewalked.push(dir.to_string());
-            return self.rewalk(gate, dir, indexer, work);
+            // The rules changed even when no entry did.
+            return 1 + self.rewalk(gate, dir, indexer, work);
         }
         let Some(start) = self.resolve_dir(gate, dir) else {
             let removed = self.remove_subtree(dir).len();
