@@ -424,7 +424,7 @@ fn build(shared: &Shared) -> Option<Live> {
     let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
     let start = shared.gate.resolve(".").ok()?;
     let mut tree = Tree::new(root);
-    let mut indexer = Indexer::default();
+    let mut indexer = Indexer::for_build();
     let mut shards: Vec<Shard> = Vec::new();
     let mut builder = ShardBuilder::new(0);
     let (mut sealed_bytes, mut node_bytes, mut over_limit) = (0usize, 0usize, false);
@@ -464,6 +464,7 @@ fn build(shared: &Shared) -> Option<Live> {
         return None;
     }
     shards.push(builder.finish());
+    indexer.unsorted = false;
     tree.negations = tree.find_negations();
     let live = Live {
         tree,

@@ -144,9 +144,19 @@ pub struct Indexer {
     scratch: Option<Box<TrigramScratch>>,
     buffer: Vec<u8>,
     pub bytes_read: u64,
+    /// The build hands trigrams to a shard, which sorts them itself; a
+    /// file re-indexed later keeps them sorted for lookups.
+    pub unsorted: bool,
 }
 
 impl Indexer {
+    pub fn for_build() -> Self {
+        Self {
+            unsorted: true,
+            ..Self::default()
+        }
+    }
+
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
     /// trusted, and its trigrams when the file is indexable.
@@ -187,7 +197,13 @@ impl Indexer {
         (
             Some(stamp),
             settled,
-            Some(sorted_trigrams(scratch, content)),
+            Some(if self.unsorted {
+                let mut trigrams = Vec::new();
+                scratch.distinct(content, &mut trigrams);
+                trigrams
+            } else {
+                sorted_trigrams(scratch, content)
+            }),
         )
     }
 }
