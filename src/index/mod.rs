@@ -34,8 +34,8 @@ use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
-/// scratch each while sorting, so 32 MiB at most.
-const SHARD_PAIRS: usize = 2 * 1024 * 1024;
+/// scratch each while sorting, so 16 MiB at most.
+const SHARD_PAIRS: usize = 1024 * 1024;
 /// What one file-list entry costs besides its path, roughly.
 const NODE_BYTES: usize = 128;
 
@@ -388,6 +388,16 @@ fn entry(root: &Path, relative: &str, node: &tree::Node, depth_of_start: usize) 
     }
 }
 
+/// The build's scratch memory, freed on its own thread, would stay with
+/// that thread's allocator arena; hand it back to the system.
+fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The build yields the CPU to tool calls.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
@@ -479,6 +489,7 @@ fn build(shared: &Shared) -> Option<Live> {
         .values()
         .filter(|n| matches!(n.content, Content::Base(_)))
         .count();
+    return_freed_memory();
     tracing::debug!(
         "index ready: {files} files indexed, {} bytes read, index {} bytes in {} shards, built in {} ms",
         live.indexer.bytes_read,
