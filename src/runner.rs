@@ -392,19 +392,35 @@ mod tree {
                     "cannot make the server non-dumpable; a check may open the server's files through /proc"
                 );
             }
-            // SAFETY: as above, one integer argument.
-            if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0 {
+            if become_subreaper() {
                 CLAIMS_ALL_CHILDREN.store(true, Ordering::SeqCst);
-            } else {
+            }
+        }
+    }
+
+    /// Orphaned members of a group re-parent to this process, so killing
+    /// the group reaps them too instead of leaving zombies under an init
+    /// that does not reap. True when this process is a subreaper.
+    #[cfg(target_os = "linux")]
+    fn become_subreaper() -> bool {
+        static RESULT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *RESULT.get_or_init(|| {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer
+            // argument and touches no memory of ours.
+            let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+            if !done {
                 tracing::warn!(
                     error = %std::io::Error::last_os_error(),
                     "cannot become a child subreaper; what a check detaches from its process group may outlive it"
                 );
             }
-        }
+            done
+        })
     }
 
     pub fn prepare(command: &mut CommandWrap) {
+        #[cfg(target_os = "linux")]
+        become_subreaper();
         command.wrap(ProcessGroup::leader());
         #[cfg(target_os = "linux")]
         die_with_the_server(command);
@@ -833,6 +849,24 @@ mod tests {
                 is_gone(grandchild),
                 "background process {grandchild} survived"
             );
+        }
+
+        #[test]
+        fn parent_pid_is_read_past_any_command_name() {
+            use super::super::tree::children::parent_of;
+            assert_eq!(parent_of(b"42 (sleep) S 7 42 42 0 -1"), Some(7));
+            assert_eq!(parent_of(b"42 (a) b) (c d) Z 1234 1 1"), Some(1234));
+            assert_eq!(parent_of(b"42 (x"), None);
+            assert_eq!(parent_of(b""), None);
+        }
+
+        #[test]
+        fn this_process_is_listed_as_its_parents_child() {
+            let parent = std::os::unix::process::parent_id();
+            let me = i32::try_from(std::process::id()).expect("pid fits");
+            if std::path::Path::new("/proc/self/stat").exists() {
+                assert!(super::super::tree::children::of(parent).contains(&me));
+            }
         }
 
         #[tokio::test]
