@@ -304,7 +304,7 @@ impl Raw {
 /// `/proc/$PPID/fd/1`; the server is not dumpable, so a check running as
 /// the same (non-root) user is refused. Root (CAP_SYS_PTRACE) can still do
 /// it, which docs/security.md says; so when the tests run as root the
-/// server is started as `nobody` with setpriv.
+/// server is started as `nobody` with setpriv (without options otherwise).
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
@@ -324,19 +324,17 @@ async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
         "--config".to_string(),
         setup.config().display().to_string(),
     ];
+    // The server's stdout is a pipe made by the server's own user (through
+    // `| cat`): a pipe made by root would refuse `nobody` by its mode alone.
+    let mut command = Command::new("setpriv");
     // SAFETY: geteuid only reads the caller's id.
-    let command = if unsafe { libc::geteuid() } == 0 {
-        let mut command = Command::new("setpriv");
-        command
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(binary())
-            .args(&server_args);
-        command
-    } else {
-        let mut command = Command::new(binary());
-        command.args(&server_args);
-        command
-    };
+    if unsafe { libc::geteuid() } == 0 {
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    }
+    command
+        .args(["--", "sh", "-c", "\"$0\" \"$@\" | cat"])
+        .arg(binary())
+        .args(&server_args);
     let mut server = Raw::spawn(command);
     server
         .send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
