@@ -748,7 +748,13 @@ globs = ["*.secret", "private/**"]
                 assert!(error.contains(&format!("write {fix:?} instead")), "{error}");
             }
         }
-        for good in ["*.secret", "private/**", "./private/**", "a/*/b.txt", "[*]star"] {
+        for good in [
+            "*.secret",
+            "private/**",
+            "./private/**",
+            "a/*/b.txt",
+            "[*]star",
+        ] {
             assert_eq!(deny_glob_problem(good), None, "{good}");
         }
         let long = "a".repeat(MAX_DENY_GLOB_CHARS + 1);
@@ -762,7 +768,10 @@ globs = ["*.secret", "private/**"]
             text.push_str(&format!("c{index} = [\"true\"]\n"));
         }
         let error = parse(&text).unwrap_err();
-        assert!(error.contains("20000 checks configured; at most 100"), "{error}");
+        assert!(
+            error.contains("20000 checks configured; at most 100"),
+            "{error}"
+        );
         let mut text = String::from("[checks]\n");
         for index in 0..MAX_CHECKS {
             text.push_str(&format!("c{index} = [\"true\"]\n"));
@@ -774,12 +783,20 @@ globs = ["*.secret", "private/**"]
     fn argv_env_and_names_are_bounded() {
         let items = vec!["\"x\""; MAX_ARGV_ITEMS + 1].join(",");
         let error = parse(&format!("[checks]\nbig = [{items}]\n")).unwrap_err();
-        assert!(error.contains("line 2, key checks.big: argv has 257 items"), "{error}");
+        assert!(
+            error.contains("line 2, key checks.big: argv has 257 items"),
+            "{error}"
+        );
         let huge = "y".repeat(MAX_ARGV_BYTES);
         let error = parse(&format!("[checks]\nbig = [\"x\", \"{huge}\"]\n")).unwrap_err();
         assert!(error.contains("32768 bytes are allowed"), "{error}");
-        let env: Vec<String> = (0..=MAX_ENV_ENTRIES).map(|i| format!("V{i} = \"1\"")).collect();
-        let text = format!("[checks.e]\nargv = [\"x\"]\nenv = {{ {} }}\n", env.join(", "));
+        let env: Vec<String> = (0..=MAX_ENV_ENTRIES)
+            .map(|i| format!("V{i} = \"1\""))
+            .collect();
+        let text = format!(
+            "[checks.e]\nargv = [\"x\"]\nenv = {{ {} }}\n",
+            env.join(", ")
+        );
         let error = parse(&text).unwrap_err();
         assert!(error.contains("key checks.e.env: 65 entries"), "{error}");
         let name = "n".repeat(MAX_CHECK_NAME_CHARS + 1);
@@ -798,11 +815,17 @@ globs = ["*.secret", "private/**"]
             .expect("mkfifo");
         assert!(status.success());
         let error = OperatorFile::load(&fifo).unwrap_err().to_string();
-        assert!(error.contains("not a regular file (a FIFO or pipe)"), "{error}");
+        assert!(
+            error.contains("not a regular file (a FIFO or pipe)"),
+            "{error}"
+        );
         let big = dir.path().join("big.toml");
         std::fs::write(&big, vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).expect("write");
         let error = OperatorFile::load(&big).unwrap_err().to_string();
-        assert!(error.contains("larger than 1048576 bytes (1 MiB)"), "{error}");
+        assert!(
+            error.contains("larger than 1048576 bytes (1 MiB)"),
+            "{error}"
+        );
     }
 
     #[test]

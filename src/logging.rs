@@ -104,14 +104,16 @@ fn is_stdout(_file: &std::fs::File) -> bool {
 
 /// Formats `name=value` pairs (the message bare), each value bounded.
 fn bounded_fields() -> impl for<'writer> format::FormatFields<'writer> + 'static {
-    format::debug_fn(|writer: &mut Writer<'_>, field: &Field, value: &dyn fmt::Debug| {
-        if field.name() != "message" {
-            write!(writer, "{}=", field.name())?;
-        }
-        let mut bounded = Bounded::new(writer, FIELD_CHARS);
-        write!(bounded, "{value:?}")?;
-        bounded.finish()
-    })
+    format::debug_fn(
+        |writer: &mut Writer<'_>, field: &Field, value: &dyn fmt::Debug| {
+            if field.name() != "message" {
+                write!(writer, "{}=", field.name())?;
+            }
+            let mut bounded = Bounded::new(writer, FIELD_CHARS);
+            write!(bounded, "{value:?}")?;
+            bounded.finish()
+        },
+    )
     .delimited(" ")
 }
 
@@ -183,7 +185,11 @@ mod tests {
         let huge = "é".repeat(8 * 1024 * 1024);
         let out = bounded(&huge, 400);
         assert!(out.starts_with(&"é".repeat(400)));
-        assert!(out.ends_with(&format!("…({} bytes)", huge.len())), "{}", &out[800..]);
+        assert!(
+            out.ends_with(&format!("…({} bytes)", huge.len())),
+            "{}",
+            &out[800..]
+        );
         assert!(out.chars().count() < 430);
     }
 

@@ -259,7 +259,10 @@ fn decode_value(value: Value) -> Decoded {
         return Decoded::Reply(error_reply(Value::Null, INVALID_REQUEST, message));
     };
     let id = object.get("id").cloned();
-    let method = object.get("method").and_then(Value::as_str).map(str::to_string);
+    let method = object
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return match (id, method) {
             (None, Some(_)) => Decoded::Skip,
@@ -270,7 +273,9 @@ fn decode_value(value: Value) -> Decoded {
             )),
         };
     }
-    let typed_error = method.as_deref().and_then(|method| params_error(method, &value));
+    let typed_error = method
+        .as_deref()
+        .and_then(|method| params_error(method, &value));
     match serde_json::from_value::<ClientJsonRpcMessage>(value) {
         // rmcp takes any request it cannot type for a custom one and answers
         // -32601 (method not found); a method it knows came with bad params.
@@ -449,8 +454,15 @@ mod tests {
 
     #[test]
     fn known_methods_with_bad_params_are_invalid_params() {
-        for params in ["null", "\"x\"", "5", r#"{"name":"t","arguments":"x"}"#, r#"{"name":"t","arguments":7}"#] {
-            let line = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{params}}}"#);
+        for params in [
+            "null",
+            "\"x\"",
+            "5",
+            r#"{"name":"t","arguments":"x"}"#,
+            r#"{"name":"t","arguments":7}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{params}}}"#);
             let answer = reply(&line);
             assert_eq!(answer["id"], 3, "{line}");
             assert_eq!(answer["error"]["code"], INVALID_PARAMS, "{line}: {answer}");

@@ -39,10 +39,7 @@ impl Setup {
     }
 
     fn args(&self) -> Vec<String> {
-        vec![
-            "--config".to_string(),
-            self.config().display().to_string(),
-        ]
+        vec!["--config".to_string(), self.config().display().to_string()]
     }
 
     fn raw_server(&self) -> RawServer {
@@ -185,8 +182,10 @@ async fn what_a_check_detaches_is_gone_when_it_is_cancelled() {
     server.send(&check_call(7, "daemon")).await;
     let daemon = pid_in(&setup.root(), "daemon.pid").await;
     server
-        .send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": 7, "reason": "test"}}))
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": 7, "reason": "test"}}),
+        )
         .await;
     eventually("the cancelled check's daemon is dead", || {
         !is_running(daemon)
@@ -215,7 +214,10 @@ async fn what_a_check_detaches_is_gone_when_the_server_exits() {
     let daemon = pid_in(&setup.root(), "daemon.pid").await;
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
-    assert_dead(daemon, "a check's daemon after the server exited on stdin EOF");
+    assert_dead(
+        daemon,
+        "a check's daemon after the server exited on stdin EOF",
+    );
 }
 
 /// SIGKILL leaves the server no chance to clean up: the check's program
@@ -327,13 +329,19 @@ async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
     // The server's stdout is a pipe made by the server's own user (through
     // `| cat`): a pipe made by root would refuse `nobody` by its mode alone.
     let mut command = Command::new("setpriv");
+    let mut server_binary = binary();
     // SAFETY: geteuid only reads the caller's id.
     if unsafe { libc::geteuid() } == 0 {
         command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        // The build folder may not be open to `nobody` (a checkout in /root).
+        let copy = setup.dir.path().join("mcp-project-helper");
+        std::fs::copy(&server_binary, &copy).expect("copy the binary");
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        server_binary = copy;
     }
     command
         .args(["--", "sh", "-c", "\"$0\" \"$@\" | cat"])
-        .arg(binary())
+        .arg(server_binary)
         .args(&server_args);
     let mut server = Raw::spawn(command);
     server
@@ -370,7 +378,10 @@ async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
 async fn bare_json_values_get_invalid_request_with_null_id() {
     let mut server = RawServer::start(&demo_root(), &[]);
     server.initialize("2025-11-25").await;
-    for (index, line) in ["null", "42", "\"hi\"", "true", "[]", "{}"].iter().enumerate() {
+    for (index, line) in ["null", "42", "\"hi\"", "true", "[]", "{}"]
+        .iter()
+        .enumerate()
+    {
         server.send_line(line).await;
         // The decoder answers before it reads the next line, so the error
         // comes before the ping's answer.
@@ -497,10 +508,8 @@ async fn fuzzed_requests_are_each_answered_exactly_once() {
     server.initialize("2025-11-25").await;
     let mut expected = Vec::new();
     for index in 0..300u64 {
-        let (method, tool, params, string_id) = request
-            .new_tree(&mut runner)
-            .expect("generate")
-            .current();
+        let (method, tool, params, string_id) =
+            request.new_tree(&mut runner).expect("generate").current();
         let id = if string_id {
             json!(format!("id-{index}"))
         } else {
@@ -573,7 +582,12 @@ async fn start_up(args: &[&str], stdout: Stdio) -> (Option<i32>, String) {
 async fn a_log_file_that_is_stdout_is_refused_at_start_up() {
     for log_file in ["/dev/stdout", "/proc/self/fd/1"] {
         let child = Command::new(binary())
-            .args(["--root", &demo_root().display().to_string(), "--log-file", log_file])
+            .args([
+                "--root",
+                &demo_root().display().to_string(),
+                "--log-file",
+                log_file,
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -586,8 +600,15 @@ async fn a_log_file_that_is_stdout_is_refused_at_start_up() {
             .expect("wait");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{log_file}: {stderr}");
-        assert!(output.stdout.is_empty(), "{log_file}: stdout got {:?}", output.stdout);
-        assert!(stderr.contains("not a regular file (a FIFO or pipe)"), "{stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{log_file}: stdout got {:?}",
+            output.stdout
+        );
+        assert!(
+            stderr.contains("not a regular file (a FIFO or pipe)"),
+            "{stderr}"
+        );
     }
     // stdout redirected to a regular file, and the same file as log file.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -617,7 +638,10 @@ async fn a_fifo_as_log_file_or_config_fails_at_once() {
     for flag in ["--log-file", "--config"] {
         let (code, stderr) = start_up(&[flag, &fifo], Stdio::null()).await;
         assert_eq!(code, Some(2), "{flag}: {stderr}");
-        assert!(stderr.contains("not a regular file (a FIFO or pipe)"), "{stderr}");
+        assert!(
+            stderr.contains("not a regular file (a FIFO or pipe)"),
+            "{stderr}"
+        );
     }
 }
 
@@ -639,7 +663,10 @@ async fn a_config_with_20000_checks_is_refused_naming_the_limit() {
     std::fs::write(&big, format!("# {}\n", "x".repeat(1024 * 1024))).expect("write");
     let (code, stderr) = start_up(&["--config", &big.display().to_string()], Stdio::null()).await;
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("larger than 1048576 bytes (1 MiB)"), "{stderr}");
+    assert!(
+        stderr.contains("larger than 1048576 bytes (1 MiB)"),
+        "{stderr}"
+    );
 }
 
 // ---------------------------------------------------------------- finding 3
@@ -658,7 +685,10 @@ async fn deny_globs_that_can_never_match_are_start_up_errors() {
         assert_eq!(code, Some(2), "{glob:?}: {stderr}");
         assert!(stderr.contains("can never match"), "{glob:?}: {stderr}");
         if let Some(fix) = fix {
-            assert!(stderr.contains(&format!("write {fix:?} instead")), "{stderr}");
+            assert!(
+                stderr.contains(&format!("write {fix:?} instead")),
+                "{stderr}"
+            );
         }
     }
 }
@@ -680,7 +710,11 @@ async fn huge_inputs_make_bounded_log_lines() {
     server.send(&call(2, &huge, json!({}))).await;
     server.recv_id(&json!(2)).await;
     server
-        .send(&call(3, "read_project_file", json!({"path": format!("/{huge}")})))
+        .send(&call(
+            3,
+            "read_project_file",
+            json!({"path": format!("/{huge}")}),
+        ))
         .await;
     server.recv_id(&json!(3)).await;
     let (_, code) = server.finish().await;
