@@ -429,6 +429,8 @@ mod tree {
     /// The program gets SIGKILL if the server dies without cleaning up
     /// (SIGKILL, a crash): the one part of a tree that can be protected
     /// then, since only a direct child can ask for a parent-death signal.
+    /// The signal follows the spawning *thread*; runs are spawned from the
+    /// async runtime's worker threads, which live as long as the server.
     #[cfg(target_os = "linux")]
     fn die_with_the_server(command: &mut CommandWrap) {
         // SAFETY: getpid is async-signal-safe.
