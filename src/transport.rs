@@ -20,6 +20,7 @@ use rmcp::model::{
     ServerJsonRpcMessage, SetLevelRequestMethod, SubscribeRequestMethod,
     SubscriptionsListenRequestMethod, UnsubscribeRequestMethod, UpdateTaskMethod,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
@@ -273,10 +274,9 @@ fn decode_value(value: Value) -> Decoded {
             )),
         };
     }
-    let typed_error = method
-        .as_deref()
-        .and_then(|method| params_error(method, &value));
-    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+    // Deserialized from a borrow: the value is needed again only to explain
+    // an error.
+    match ClientJsonRpcMessage::deserialize(&value) {
         // rmcp takes any request it cannot type for a custom one and answers
         // -32601 (method not found); a method it knows came with bad params.
         Ok(JsonRpcMessage::Request(request))
@@ -284,7 +284,8 @@ fn decode_value(value: Value) -> Decoded {
                 && method.as_deref().is_some_and(is_known_method) =>
         {
             let method = method.unwrap_or_default();
-            let detail = typed_error.unwrap_or_else(|| "params do not match its schema".into());
+            let detail = params_error(&method, &value)
+                .unwrap_or_else(|| "params do not match its schema".into());
             Decoded::Reply(error_reply(
                 usable_id(request.id.into_json_value()),
                 INVALID_PARAMS,
@@ -348,9 +349,7 @@ fn is_known_method(method: &str) -> bool {
 /// params here (the message then stays generic).
 fn params_error(method: &str, message: &Value) -> Option<String> {
     fn error_of<T: serde::de::DeserializeOwned>(message: &Value) -> Option<String> {
-        serde_json::from_value::<T>(message.clone())
-            .err()
-            .map(|error| error.to_string())
+        T::deserialize(message).err().map(|error| error.to_string())
     }
     match method {
         CallToolRequestMethod::VALUE => error_of::<CallToolRequest>(message),
