@@ -7,7 +7,7 @@ use clap::Parser;
 
 use mcp_project_helper::cli::{Cli, Command};
 use mcp_project_helper::config::Config;
-use mcp_project_helper::{editor_config, logging, report, server};
+use mcp_project_helper::{editor_config, logging, report, runner, server};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -26,6 +26,8 @@ fn main() -> ExitCode {
                 eprintln!("mcp-project-helper: {error}");
                 return ExitCode::from(2);
             }
+            // Before any check can run: see runner::init_server_process.
+            runner::init_server_process();
             server::run(config)
         }
     }

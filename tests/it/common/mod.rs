@@ -28,10 +28,13 @@ pub fn demo_root() -> PathBuf {
 
 /// Variables that would set the root or config of a server the tests start
 /// from whoever runs the tests.
-const SETTINGS_ENV: [&str; 3] = [
+const SETTINGS_ENV: [&str; 6] = [
     "MCP_PROJECT_HELPER_ROOT",
     "PROJECT_ROOT",
     "MCP_PROJECT_HELPER_CONFIG",
+    "MCP_PROJECT_HELPER_DOCS_ROOT",
+    "MCP_PROJECT_HELPER_LOG_FILE",
+    "MCP_PROJECT_HELPER_LOG_LEVEL",
 ];
 
 /// The server's command with a clean environment. `root: None` leaves the
