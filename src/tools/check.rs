@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::read::open_regular_file;
 use super::{Status, ToolError};
 use crate::config::{CheckSetting, Config};
 use crate::runner::{self, Ending, RunRequest};
@@ -213,7 +212,7 @@ fn project_file(gate: &PathGate, name: &str) -> Option<ResolvedPath> {
 /// named `pyproject.toml` must not hang start-up.
 fn read_small(gate: &PathGate, name: &str) -> Option<String> {
     let file = project_file(gate, name)?;
-    let opened = open_regular_file(&file.real, &file.relative).ok()?;
+    let opened = gate.open_file(&file.real).ok()?;
     let mut bytes = Vec::new();
     opened
         .take(DETECTION_READ_LIMIT)
