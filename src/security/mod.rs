@@ -709,5 +709,151 @@ mod tests {
                 }
             }
         }
+
+        /// Names the fuzzed tree holds (symlinks in and out, loops, secrets)
+        /// and forms the gate must refuse, mixed with random text.
+        fn hostile_component() -> impl Strategy<Value = String> {
+            prop_oneof![
+                3 => prop::sample::select(vec![
+                    "..", ".", "", "src", "nested", "main.rs", "out", "abs-out", "in",
+                    "abs-in", "loop", "dangling", "up", "up2", "env-link", "dotdot",
+                    ".env", ".ENV", ".envrc", ".git", "private", "C:", "c:\\", "\\\\?\\",
+                    "\\\\.\\", "CON", "nul.txt", "com1.log", "file::$DATA", "a\0b",
+                    "main.rs.", "main.rs ", "..\\..", "~", "%2e%2e",
+                ])
+                .prop_map(String::from),
+                2 => "[a-zA-Z0-9._ :$\\\\/-]{1,12}",
+                1 => "\\PC{1,8}",
+                1 => "x{200,300}",
+            ]
+        }
+
+        fn hostile_path() -> impl Strategy<Value = String> {
+            let mixed = (
+                prop::collection::vec(hostile_component(), 0..24),
+                prop_oneof![Just("/"), Just("\\")],
+                prop::sample::select(vec!["", "/", "\\", "\\\\", "C:", "//?/", "./", "../"]),
+            )
+                .prop_map(|(parts, sep, lead)| format!("{lead}{}", parts.join(sep)));
+            // Long inputs: many repeats of one component.
+            let long = (hostile_component(), 1..3_000usize)
+                .prop_map(|(part, count)| vec![part; count].join("/"));
+            prop_oneof![4 => mixed, 1 => long]
+        }
+
+        /// A tree with every kind of symlink the gate must see through.
+        #[cfg(unix)]
+        fn symlinked_tree() -> (tempfile::TempDir, PathGate) {
+            use std::os::unix::fs::symlink;
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("proj");
+            for (path, text) in [
+                ("src/main.rs", "fn main() {}\n"),
+                ("src/nested/deep.txt", "deep\n"),
+                (".env", "SECRET=1\n"),
+                ("private/plan.txt", "plan\n"),
+            ] {
+                fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+                fs::write(root.join(path), text).unwrap();
+            }
+            fs::create_dir_all(dir.path().join("outside")).unwrap();
+            fs::write(dir.path().join("outside/secret.txt"), "outside\n").unwrap();
+            let root = dunce::canonicalize(root).unwrap();
+            for (link, target) in [
+                ("out", "../outside".to_string()),
+                ("abs-out", "/etc".to_string()),
+                ("in", "src".to_string()),
+                ("abs-in", root.join("src").to_string_lossy().into_owned()),
+                ("loop", "loop".to_string()),
+                ("dangling", "nowhere".to_string()),
+                ("src/up", "..".to_string()),
+                ("src/up2", "../..".to_string()),
+                ("env-link", ".env".to_string()),
+                ("dotdot", "../proj/src".to_string()),
+            ] {
+                symlink(target, root.join(link)).unwrap();
+            }
+            let gate = PathGate::new(root, &["private/**".into()]).unwrap();
+            (dir, gate)
+        }
+
+        /// The gate's fuzz harness: thousands of hostile strings against a
+        /// real tree of symlinks. Every accepted path's real location lies
+        /// inside the root and is not denied, whatever opens through the
+        /// gate is that same file, and nothing panics.
+        #[cfg(unix)]
+        #[test]
+        fn fuzzed_paths_never_escape_the_root_or_panic() {
+            use proptest::test_runner::{Config, TestRunner};
+            use std::os::unix::fs::MetadataExt;
+            let (_dir, gate) = symlinked_tree();
+            let mut runner = TestRunner::new(Config {
+                cases: 3_000,
+                failure_persistence: None,
+                ..Config::default()
+            });
+            let accepted = std::sync::atomic::AtomicUsize::new(0);
+            runner
+                .run(&hostile_path(), |input| {
+                    let Ok(resolved) = gate.resolve(&input) else {
+                        return Ok(());
+                    };
+                    accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let real = dunce::canonicalize(&resolved.real).unwrap();
+                    prop_assert!(real.starts_with(gate.root()), "{input:?} -> {real:?}");
+                    let real_relative = gate.relative_of(&real).unwrap();
+                    prop_assert!(!gate.is_denied(&real_relative), "{input:?}");
+                    prop_assert!(!gate.is_denied(&resolved.relative), "{input:?}");
+                    prop_assert!(is_plain_relative(Path::new(&resolved.relative)));
+                    if let Ok(file) = gate.open_file(&resolved.real) {
+                        let opened = file.metadata().unwrap();
+                        let expected = fs::metadata(&real).unwrap();
+                        prop_assert_eq!(opened.ino(), expected.ino(), "{:?}", input);
+                        prop_assert_eq!(opened.dev(), expected.dev(), "{:?}", input);
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let accepted = accepted.into_inner();
+            assert!(accepted > 0, "no fuzzed path was accepted");
+        }
+
+        #[test]
+        fn the_deny_list_matches_ancestors_in_one_pass() {
+            let gate = PathGate::new(
+                dunce::canonicalize(std::env::temp_dir()).unwrap(),
+                &["docs/internal/**".into(), "./build/*.log".into()],
+            )
+            .unwrap();
+            for denied in [
+                "docs/internal/a.md",
+                "docs/internal/x/y.md",
+                "DOCS/Internal/a.md",
+                "build/x.log",
+                "build/x.log/inner",
+            ] {
+                assert!(gate.is_denied(denied), "{denied}");
+            }
+            for allowed in ["docs/internal", "docs/public.md", "x/docs/internal/a.md", "build/x.txt"] {
+                assert!(!gate.is_denied(allowed), "{allowed}");
+            }
+        }
+
+        #[test]
+        fn long_and_deep_paths_are_refused_before_any_work() {
+            let gate = PathGate::new(dunce::canonicalize(std::env::temp_dir()).unwrap(), &[]).unwrap();
+            let long = "a/".repeat(8_000_000);
+            assert_eq!(
+                gate.resolve(&long),
+                Err(PathError::TooLong { bytes: long.len() })
+            );
+            let deep = "a/".repeat(MAX_PATH_COMPONENTS + 1);
+            assert_eq!(gate.resolve(&deep), Err(PathError::TooManyComponents));
+            let dots = "./".repeat(2_000);
+            assert!(gate.resolve(&dots).is_ok(), "'.' steps are free");
+            let error = gate.resolve(&format!("{}/x", "b".repeat(4_000))).unwrap_err();
+            assert!(error.to_string().chars().count() < 500, "{error}");
+            assert!(error.to_string().contains('…'), "{error}");
+        }
     }
 }
