@@ -101,7 +101,7 @@ impl ProjectHelper {
 
     #[tool(
         name = "read_project_file",
-        description = "Read one UTF-8 text file of the project, optionally only lines start_line..end_line (1-based, inclusive). Returns content, size, total_lines and truncated (content is capped at 200 KiB: read on with a later start_line). Refuses folders, binary files, special files and secrets (.env, *.pem, *.key, id_rsa*, .git/).",
+        description = "Read one UTF-8 text file of the project, optionally only lines start_line..end_line (1-based, inclusive). Returns content, size, total_lines and truncated (content is capped at 200 KiB: read on with a later start_line). Refuses folders, binary files, special files and secrets such as .env, .envrc, *.pem, *.key, *.p12, id_rsa*, .netrc, .npmrc and .git/.",
         annotations(title = "Read project file", read_only_hint = true, open_world_hint = false),
         meta = result_size_meta(500_000)
     )]

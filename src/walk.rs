@@ -268,10 +268,7 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry>
         (EntryKind::Dir, None)
     } else if file_type.is_file() && with_size {
         // A file that vanished or was swapped since it was listed is skipped.
-        (
-            EntryKind::File,
-            Some(confirmed_stat(gate, entry)?.size),
-        )
+        (EntryKind::File, Some(confirmed_stat(gate, entry)?.size))
     } else if file_type.is_file() {
         (EntryKind::File, None)
     } else {

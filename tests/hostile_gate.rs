@@ -36,7 +36,10 @@ fn swap_project() -> (TempProject, std::path::PathBuf) {
     for (name, text) in [
         ("inside.md", format!("# {MARKER}\n\n{MARKER} words\n")),
         ("sub/deeper.md", format!("# {MARKER}\n\n{MARKER} words\n")),
-        (&format!("{MARKER}-name.md"), "# Name\n\nplain words\n".into()),
+        (
+            &format!("{MARKER}-name.md"),
+            "# Name\n\nplain words\n".into(),
+        ),
     ] {
         common::write_file(&outside.join(name), text.as_bytes());
     }
@@ -119,7 +122,10 @@ async fn a_folder_swapped_for_an_outside_symlink_never_leaks() {
     let swaps = swapper.join().expect("swapper");
     server.stop().await;
     assert!(swaps > 0, "the folder was never swapped");
-    assert!(inside_reads > 0, "no read ever succeeded, so nothing was shown");
+    assert!(
+        inside_reads > 0,
+        "no read ever succeeded, so nothing was shown"
+    );
     assert!(
         leaks.is_empty(),
         "{} answers leaked outside names or content, e.g. {}",
@@ -200,7 +206,11 @@ async fn operator_path_globs_apply_to_get_docs_relative_to_the_root() {
             format!("# Plan\n\nshared words {MARKER}\n"),
         )
         .write("deny.toml", "[deny]\nglobs = [\"docs/internal/**\"]\n");
-    let config = project.root.join("deny.toml").to_string_lossy().into_owned();
+    let config = project
+        .root
+        .join("deny.toml")
+        .to_string_lossy()
+        .into_owned();
     let server = Server::start_with(&project.root, &["--config", &config], &[]).await;
     let found = server.ok("get_docs", json!({"query": "shared"})).await;
     assert_eq!(found["count"], 1, "{found}");
@@ -210,7 +220,10 @@ async fn operator_path_globs_apply_to_get_docs_relative_to_the_root() {
     assert!(!listed.to_string().contains("internal"), "{listed}");
     // The file tools agree.
     let message = server
-        .err("read_project_file", json!({"path": "docs/internal/plan.md"}))
+        .err(
+            "read_project_file",
+            json!({"path": "docs/internal/plan.md"}),
+        )
         .await;
     assert!(message.contains("deny-list"), "{message}");
     server.stop().await;
@@ -278,20 +291,16 @@ async fn secrets_added_to_the_deny_list_are_never_served() {
         assert!(message.contains("deny-list"), "{secret}: {message}");
     }
     let searched = server
-        .ok(
-            "search_project_files",
-            json!({"query": MARKER}),
-        )
+        .ok("search_project_files", json!({"query": MARKER}))
         .await;
     assert_eq!(searched["count"], 0, "{searched}");
     let found = server
-        .ok(
-            "find_project_files",
-            json!({"pattern": "**/*"}),
-        )
+        .ok("find_project_files", json!({"pattern": "**/*"}))
         .await;
     let names = strings(&found["files"]);
-    let listed = server.ok("list_project_directory", json!({"depth": 3})).await;
+    let listed = server
+        .ok("list_project_directory", json!({"depth": 3}))
+        .await;
     for secret in secrets {
         let name = Path::new(secret).file_name().unwrap().to_string_lossy();
         assert!(

@@ -362,7 +362,10 @@ impl DenyList {
             .filter(|g| g.contains('/'))
             .flat_map(|glob| {
                 let glob = glob.trim_start_matches("./");
-                [glob.to_string(), format!("{}/**", glob.trim_end_matches('/'))]
+                [
+                    glob.to_string(),
+                    format!("{}/**", glob.trim_end_matches('/')),
+                ]
             })
             .collect();
         let operator_paths: Vec<&str> = operator_paths.iter().map(String::as_str).collect();
@@ -834,14 +837,20 @@ mod tests {
             ] {
                 assert!(gate.is_denied(denied), "{denied}");
             }
-            for allowed in ["docs/internal", "docs/public.md", "x/docs/internal/a.md", "build/x.txt"] {
+            for allowed in [
+                "docs/internal",
+                "docs/public.md",
+                "x/docs/internal/a.md",
+                "build/x.txt",
+            ] {
                 assert!(!gate.is_denied(allowed), "{allowed}");
             }
         }
 
         #[test]
         fn long_and_deep_paths_are_refused_before_any_work() {
-            let gate = PathGate::new(dunce::canonicalize(std::env::temp_dir()).unwrap(), &[]).unwrap();
+            let gate =
+                PathGate::new(dunce::canonicalize(std::env::temp_dir()).unwrap(), &[]).unwrap();
             let long = "a/".repeat(8_000_000);
             assert_eq!(
                 gate.resolve(&long),
@@ -851,7 +860,9 @@ mod tests {
             assert_eq!(gate.resolve(&deep), Err(PathError::TooManyComponents));
             let dots = "./".repeat(2_000);
             assert!(gate.resolve(&dots).is_ok(), "'.' steps are free");
-            let error = gate.resolve(&format!("{}/x", "b".repeat(4_000))).unwrap_err();
+            let error = gate
+                .resolve(&format!("{}/x", "b".repeat(4_000)))
+                .unwrap_err();
             assert!(error.to_string().chars().count() < 500, "{error}");
             assert!(error.to_string().contains('…'), "{error}");
         }

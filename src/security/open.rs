@@ -444,7 +444,10 @@ mod tests {
         assert!(open("a/../a/b.txt").is_err());
         assert!(open("../etc/passwd").is_err());
         assert!(open("/etc/passwd").is_err());
-        assert_eq!(open("a/missing").unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            open("a/missing").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         let file = stat("a/b.txt").unwrap();
         assert_eq!((file.size, file.is_dir), (6, false));
         assert!(stat("a").unwrap().is_dir);
