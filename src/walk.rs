@@ -16,7 +16,7 @@
 //! any symlink must be the one the walker listed (same inode). Names read
 //! through a swapped folder fail that test and are dropped.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ use std::sync::mpsc;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
-use crate::security::{EntryStat, PathGate, ResolvedPath};
+use crate::security::{EntryStat, LastFolder, PathGate, ResolvedPath};
 
 /// Folder names never descended into (besides the deny-listed `.git`).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
@@ -58,21 +58,21 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Opens this file through the gate's root handle, refusing it when what
-    /// is there now is not the file the walk listed.
-    pub fn open(&self, gate: &PathGate) -> io::Result<File> {
-        let file = gate.open_file(&self.path)?;
+    /// Opens this file through the gate's root handle, with its metadata,
+    /// refusing it when what is there now is not the file the walk listed.
+    pub fn open(&self, gate: &PathGate) -> io::Result<(File, Metadata)> {
+        let (file, metadata) = gate.open_file_with_metadata(&self.path)?;
         #[cfg(unix)]
         if let Some(listed) = self.ino {
             use std::os::unix::fs::MetadataExt;
-            if file.metadata()?.ino() != listed {
+            if metadata.ino() != listed {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     "the file changed since it was listed",
                 ));
             }
         }
-        Ok(file)
+        Ok((file, metadata))
     }
 }
 
@@ -92,8 +92,12 @@ pub fn walk(
         .run(|| {
             let sender = sender.clone();
             let gate = gate.clone();
+            let mut last = LastFolder::default();
             Box::new(move |result| {
-                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &gate, true)) {
+                if let Some(entry) = result
+                    .ok()
+                    .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
+                {
                     // The receiver outlives the walk; a send cannot fail.
                     let _ = sender.send(entry);
                 }
@@ -129,7 +133,7 @@ pub fn walk_sorted(
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, false))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, None))
             && visit(entry).is_break()
         {
             break;
@@ -195,8 +199,16 @@ fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitig
 
 /// The entry, looked at through the root handle without following
 /// symlinks, is the one the walker listed (see the module notes).
-fn confirmed_stat(gate: &PathGate, entry: &DirEntry) -> Option<EntryStat> {
-    let stat = gate.entry_stat(entry.path()).ok()?;
+fn confirmed_stat(
+    gate: &PathGate,
+    entry: &DirEntry,
+    last: Option<&mut LastFolder>,
+) -> Option<EntryStat> {
+    let stat = match last {
+        Some(last) => gate.entry_stat_in(entry.path(), last),
+        None => gate.entry_stat(entry.path()),
+    }
+    .ok()?;
     #[cfg(unix)]
     if entry.ino() != Some(stat.ino) {
         return None;
@@ -207,7 +219,7 @@ fn confirmed_stat(gate: &PathGate, entry: &DirEntry) -> Option<EntryStat> {
 }
 
 fn confirmed(gate: &PathGate, entry: &DirEntry) -> bool {
-    confirmed_stat(gate, entry).is_some()
+    confirmed_stat(gate, entry, None).is_some()
 }
 
 fn is_skipped_dir(name: &str) -> bool {
@@ -250,10 +262,11 @@ fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
 
 /// The entry as the tools see it; `None` for the starting folder, vanished
 /// or swapped entries and deny-listed files (denied folders never get this
-/// far). With `with_size`, files, symlinks and others are confirmed here
-/// (folders were when they were filtered); without, the caller opens each
-/// file through [`Entry::open`], which confirms it.
-fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry> {
+/// far). With `confirm` (which also gives files their size), files,
+/// symlinks and others are confirmed here (folders were when they were
+/// filtered); without, the caller opens each file through [`Entry::open`],
+/// which confirms it.
+fn to_entry(entry: &DirEntry, gate: &PathGate, confirm: Option<&mut LastFolder>) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
@@ -262,21 +275,23 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry>
     if !file_type.is_dir() && gate.is_denied(&relative) {
         return None;
     }
-    let (kind, size) = if file_type.is_symlink() {
-        (EntryKind::Symlink, None)
+    let kind = if file_type.is_symlink() {
+        EntryKind::Symlink
     } else if file_type.is_dir() {
-        (EntryKind::Dir, None)
-    } else if file_type.is_file() && with_size {
-        // A file that vanished or was swapped since it was listed is skipped.
-        (EntryKind::File, Some(confirmed_stat(gate, entry)?.size))
+        EntryKind::Dir
     } else if file_type.is_file() {
-        (EntryKind::File, None)
+        EntryKind::File
     } else {
-        (EntryKind::Other, None)
+        EntryKind::Other
     };
-    if with_size && kind != EntryKind::File && !file_type.is_dir() {
-        confirmed_stat(gate, entry)?;
-    }
+    // A file that vanished or was swapped since it was listed is skipped.
+    let size = match confirm {
+        Some(last) if kind != EntryKind::Dir => {
+            let stat = confirmed_stat(gate, entry, Some(last))?;
+            (kind == EntryKind::File).then_some(stat.size)
+        }
+        _ => None,
+    };
     Some(Entry {
         relative,
         path: entry.path().to_path_buf(),

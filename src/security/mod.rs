@@ -12,14 +12,14 @@
 
 pub mod open;
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-pub use open::{EntryStat, RootDir, SNIFF_BYTES, looks_binary};
+pub use open::{EntryStat, LastFolder, RootDir, SNIFF_BYTES, looks_binary};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -244,6 +244,11 @@ impl PathGate {
     /// the root handle: a folder on the way that became a symlink since is
     /// refused, not followed (see [`open`]).
     pub fn open_file(&self, path: &Path) -> io::Result<File> {
+        Ok(self.open_file_with_metadata(path)?.0)
+    }
+
+    /// [`PathGate::open_file`], with the open file's metadata.
+    pub fn open_file_with_metadata(&self, path: &Path) -> io::Result<(File, Metadata)> {
         self.opener.open_file(self.below_root(path)?)
     }
 
@@ -251,6 +256,12 @@ impl PathGate {
     /// it) through the root handle, without following symlinks.
     pub fn entry_stat(&self, path: &Path) -> io::Result<EntryStat> {
         self.opener.entry_stat(self.below_root(path)?)
+    }
+
+    /// [`PathGate::entry_stat`] for entries that come folder by folder:
+    /// `last` keeps the previous entry's folder open.
+    pub fn entry_stat_in(&self, path: &Path, last: &mut LastFolder) -> io::Result<EntryStat> {
+        self.opener.entry_stat_in(self.below_root(path)?, last)
     }
 
     /// `path` relative to the root, exactly (names that are not UTF-8

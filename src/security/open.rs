@@ -14,7 +14,7 @@
 //!   checked after the open (see docs/security.md for what remains).
 
 use std::ffi::OsStr;
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -49,8 +49,9 @@ fn not_regular(what: &str) -> io::Error {
     )
 }
 
-/// Refuses a file that is not regular (the open itself never blocked).
-fn regular_only(file: File) -> io::Result<File> {
+/// Refuses a file that is not regular (the open itself never blocked);
+/// hands back its metadata, so callers need not ask again.
+fn regular_only(file: File) -> io::Result<(File, Metadata)> {
     let metadata = file.metadata()?;
     if metadata.is_dir() {
         return Err(io::Error::new(
@@ -61,7 +62,7 @@ fn regular_only(file: File) -> io::Result<File> {
     if !metadata.is_file() {
         return Err(not_regular("a special file (FIFO, socket or device)"));
     }
-    Ok(file)
+    Ok((file, metadata))
 }
 
 /// The names of a root-relative path; `..`, roots and prefixes never get
@@ -82,10 +83,10 @@ fn plain_names(relative: &Path) -> io::Result<Vec<&OsStr>> {
 }
 
 #[cfg(unix)]
-pub use unix::RootDir;
+pub use unix::{LastFolder, RootDir};
 
 #[cfg(not(unix))]
-pub use other::RootDir;
+pub use other::{LastFolder, RootDir};
 
 #[cfg(unix)]
 mod unix {
@@ -104,6 +105,16 @@ mod unix {
     /// server; reads of regular files ignore the flag) and never become the
     /// controlling terminal.
     const FILE_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+    /// The folder whose entries were looked at last, held open for one
+    /// walk: the walker reports a folder's entries one after another, so
+    /// confirming each costs one `fstatat` instead of a walk from the root.
+    /// The handle was opened beneath the root without following symlinks,
+    /// so a later swap of that folder's name cannot redirect it.
+    #[derive(Debug, Default)]
+    pub struct LastFolder {
+        held: Option<(PathBuf, OwnedFd)>,
+    }
 
     /// The project root, held open: every open starts here, so renaming or
     /// replacing folders above or inside the project cannot redirect it.
@@ -151,9 +162,9 @@ mod unix {
         }
 
         /// Opens the regular file at `relative` (root-relative, plain names)
-        /// for reading. A symlink anywhere on the way, a folder, a FIFO,
-        /// socket or device is refused.
-        pub fn open_file(&self, relative: &Path) -> io::Result<File> {
+        /// for reading, with its metadata. A symlink anywhere on the way, a
+        /// folder, a FIFO, socket or device is refused.
+        pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
             let names = plain_names(relative)?;
             match self.open_beneath(&names, FILE_FLAGS) {
                 Ok(fd) => regular_only(File::from(fd)),
@@ -177,6 +188,32 @@ mod unix {
             }
             let folder = self.open_beneath(folders, FOLDER_FLAGS)?;
             stat_at(folder.as_fd(), last)
+        }
+
+        /// [`RootDir::entry_stat`], reusing the folder handle in `last` when
+        /// the entry is in the same folder as the one before.
+        pub fn entry_stat_in(
+            &self,
+            relative: &Path,
+            last: &mut LastFolder,
+        ) -> io::Result<EntryStat> {
+            let names = plain_names(relative)?;
+            let (Some((name, folders)), Some(folder)) = (names.split_last(), relative.parent())
+            else {
+                return self.entry_stat(relative);
+            };
+            if folders.is_empty() {
+                return stat_at(self.fd.as_fd(), name);
+            }
+            if let Some((held, fd)) = &last.held
+                && held == folder
+            {
+                return stat_at(fd.as_fd(), name);
+            }
+            let fd = self.open_beneath(folders, FOLDER_FLAGS)?;
+            let stat = stat_at(fd.as_fd(), name);
+            last.held = Some((folder.to_path_buf(), fd));
+            stat
         }
 
         fn open_beneath(&self, names: &[&OsStr], flags: libc::c_int) -> io::Result<OwnedFd> {
@@ -329,6 +366,10 @@ mod unix {
 mod other {
     use super::*;
 
+    /// Nothing to hold without `openat`.
+    #[derive(Debug, Default)]
+    pub struct LastFolder;
+
     /// The project root. Without `openat`, paths are opened by name and
     /// checked after the open: the real location must still be inside the
     /// root (a swap between the open and the check is the remaining gap).
@@ -358,7 +399,7 @@ mod other {
             false
         }
 
-        pub fn open_file(&self, relative: &Path) -> io::Result<File> {
+        pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
             let path = self.located(relative)?;
             if std::fs::symlink_metadata(&path)?.file_type().is_symlink() {
                 return Err(io::Error::new(
@@ -366,9 +407,9 @@ mod other {
                     "a symlink on the way is not followed here; only files inside the project root can be read",
                 ));
             }
-            let file = regular_only(File::open(&path)?)?;
+            let opened = regular_only(File::open(&path)?)?;
             self.still_inside(&path)?;
-            Ok(file)
+            Ok(opened)
         }
 
         pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
@@ -382,6 +423,14 @@ mod other {
                 size: metadata.len(),
                 is_dir: metadata.is_dir(),
             })
+        }
+
+        pub fn entry_stat_in(
+            &self,
+            relative: &Path,
+            _last: &mut LastFolder,
+        ) -> io::Result<EntryStat> {
+            self.entry_stat(relative)
         }
 
         fn located(&self, relative: &Path) -> io::Result<PathBuf> {
@@ -437,7 +486,7 @@ mod tests {
         let (_d, root) = root_with(&[("a/b.txt", "inside")]);
         let open = |path: &str| root.open_file(Path::new(path));
         let stat = |path: &str| root.entry_stat(Path::new(path));
-        let text = io::read_to_string(open("a/b.txt").unwrap()).unwrap();
+        let text = io::read_to_string(open("a/b.txt").unwrap().0).unwrap();
         assert_eq!(text, "inside");
         let error = open("a").unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::IsADirectory, "{error}");
@@ -452,6 +501,15 @@ mod tests {
         assert_eq!((file.size, file.is_dir), (6, false));
         assert!(stat("a").unwrap().is_dir);
         assert!(stat(".").unwrap().is_dir);
+        let mut last = LastFolder::default();
+        for path in ["a/b.txt", "a/b.txt", "a", "a/b.txt"] {
+            let held = root.entry_stat_in(Path::new(path), &mut last).unwrap();
+            assert_eq!(held, stat(path).unwrap(), "{path}");
+        }
+        assert!(
+            root.entry_stat_in(Path::new("a/missing"), &mut last)
+                .is_err()
+        );
     }
 
     #[cfg(unix)]

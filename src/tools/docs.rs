@@ -183,7 +183,7 @@ fn load_documents(gate: &PathGate, docs: &ResolvedPath) -> Vec<Document> {
         })
         .filter_map(|entry| {
             let mut bytes = Vec::new();
-            let file = entry.open(gate).ok()?;
+            let (file, _) = entry.open(gate).ok()?;
             file.take(MAX_DOC_BYTES).read_to_end(&mut bytes).ok()?;
             if looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
                 return None;

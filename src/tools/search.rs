@@ -275,7 +275,7 @@ impl Plan {
         let Some(length) = entry
             .open(gate)
             .ok()
-            .and_then(|file| read_capped(file, buffer))
+            .and_then(|(file, metadata)| read_capped(file, &metadata, buffer))
         else {
             return FileHits::default();
         };
@@ -304,8 +304,11 @@ impl Plan {
 /// The size comes from the open file (one `fstat`, no `stat` by path), and
 /// the read asks for the whole file at once: `buffer` is kept at its largest
 /// length between files, so it is neither zeroed again nor grown in steps.
-fn read_capped(mut file: std::fs::File, buffer: &mut Vec<u8>) -> Option<usize> {
-    let metadata = file.metadata().ok()?;
+fn read_capped(
+    mut file: std::fs::File,
+    metadata: &std::fs::Metadata,
+    buffer: &mut Vec<u8>,
+) -> Option<usize> {
     if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
         return None;
     }
@@ -812,14 +815,16 @@ mod tests {
             ("small.txt", "small\n"),
         ]);
         let root = gate.root();
-        let open = |name: &str| gate.open_file(&root.join(name)).unwrap();
         let mut buffer = Vec::new();
-        assert_eq!(read_capped(open("at_cap.txt"), &mut buffer), Some(cap));
-        assert!(buffer[..cap].ends_with(b"needle\n"));
-        assert_eq!(read_capped(open("over_cap.txt"), &mut buffer), None);
+        let mut read = |name: &str| {
+            let (file, metadata) = gate.open_file_with_metadata(&root.join(name)).unwrap();
+            read_capped(file, &metadata, &mut buffer)
+        };
+        assert_eq!(read("at_cap.txt"), Some(cap));
+        assert_eq!(read("over_cap.txt"), None);
         // The larger file's bytes stay behind in the buffer; only the length counts.
-        assert_eq!(read_capped(open("small.txt"), &mut buffer), Some(6));
-        assert_eq!(&buffer[..6], b"small\n");
+        assert_eq!(read("small.txt"), Some(6));
+        assert!(buffer[..cap].starts_with(b"small\n"));
         assert!(gate.open_file(root).is_err(), "folders are not opened");
         let found = search(&gate, &input("needle")).unwrap();
         assert_eq!(lines(&found), vec![("at_cap.txt".into(), 1)]);
