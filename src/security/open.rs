@@ -156,6 +156,13 @@ mod unix {
             &self.path
         }
 
+        /// The same root, opened as on a kernel without `openat2`.
+        #[cfg(test)]
+        pub(super) fn without_openat2(mut self) -> Self {
+            self.openat2 = false;
+            self
+        }
+
         /// True when opens go through `openat2` (Linux 5.6 and later).
         pub fn uses_openat2(&self) -> bool {
             self.openat2
@@ -512,23 +519,54 @@ mod tests {
         );
     }
 
+    /// Both ways of opening: `openat2` where the kernel has it, and the
+    /// `openat` walk used where it is refused.
     #[cfg(unix)]
     #[test]
     fn symlinks_are_never_followed_on_the_way_or_at_the_end() {
         use std::os::unix::fs::symlink;
-        let (_d, root) = root_with(&[("a/b.txt", "inside")]);
-        let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("b.txt"), "MARKER").unwrap();
-        symlink(outside.path(), root.path().join("out")).unwrap();
-        symlink(root.path().join("a"), root.path().join("inside-link")).unwrap();
-        symlink(outside.path().join("b.txt"), root.path().join("file-link")).unwrap();
-        for path in ["out/b.txt", "inside-link/b.txt", "file-link"] {
-            let error = root.open_file(Path::new(path)).unwrap_err();
-            assert!(error.to_string().contains("symlink"), "{path}: {error}");
+        for fallback in [false, true] {
+            let (_d, root) = root_with(&[("a/b.txt", "inside"), ("a/c/d.txt", "deeper")]);
+            let root = if fallback {
+                root.without_openat2()
+            } else {
+                root
+            };
+            let outside = tempfile::tempdir().unwrap();
+            fs::write(outside.path().join("b.txt"), "MARKER").unwrap();
+            symlink(outside.path(), root.path().join("out")).unwrap();
+            symlink(root.path().join("a"), root.path().join("inside-link")).unwrap();
+            symlink(outside.path().join("b.txt"), root.path().join("file-link")).unwrap();
+            symlink(outside.path(), root.path().join("a/c/out")).unwrap();
+            for path in [
+                "out/b.txt",
+                "inside-link/b.txt",
+                "file-link",
+                "a/c/out/b.txt",
+            ] {
+                let error = root.open_file(Path::new(path)).unwrap_err();
+                assert!(
+                    error.to_string().contains("symlink")
+                        || error.raw_os_error() == Some(libc::ENOTDIR),
+                    "{path} (fallback {fallback}): {error}"
+                );
+            }
+            let (file, _) = root.open_file(Path::new("a/c/d.txt")).unwrap();
+            assert_eq!(io::read_to_string(file).unwrap(), "deeper");
+            assert!(root.entry_stat(Path::new("out/b.txt")).is_err());
+            assert!(root.entry_stat(Path::new("a/c/out/b.txt")).is_err());
+            // The link itself can be looked at, not through.
+            assert!(!root.entry_stat(Path::new("out")).unwrap().is_dir);
+            let mut last = LastFolder::default();
+            assert!(
+                root.entry_stat_in(Path::new("a/c/out/b.txt"), &mut last)
+                    .is_err()
+            );
+            assert!(
+                root.entry_stat_in(Path::new("a/c/d.txt"), &mut last)
+                    .is_ok()
+            );
         }
-        assert!(root.entry_stat(Path::new("out/b.txt")).is_err());
-        // The link itself can be looked at, not through.
-        assert!(!root.entry_stat(Path::new("out")).unwrap().is_dir);
     }
 
     #[cfg(unix)]
