@@ -9,6 +9,7 @@ mod demo_requests;
 mod editor_configs;
 mod evidence;
 mod hostile;
+mod hostile_gate;
 mod hostile_process;
 mod protocol;
 mod release_config;
