@@ -8,7 +8,7 @@
 
 pub mod cli;
 pub mod config;
-pub mod editor_config;
+pub mod hosts;
 pub mod logging;
 pub mod project;
 pub mod runner;

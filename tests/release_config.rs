@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use mcp_project_helper::editor_config::IMAGE;
+use mcp_project_helper::hosts::IMAGE;
 use toml::Value;
 
 fn read(path: &str) -> String {
