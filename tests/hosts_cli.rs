@@ -18,44 +18,12 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::host_cli::{host_cli, output_within};
 use common::{binary, demo_root, repo_dir};
-
-/// The folder holding the host CLIs' launchers, if installed.
-fn cli_dir() -> PathBuf {
-    std::env::var_os("MCP_HOST_CLI_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_dir().join("tests/support/hosts/node_modules/.bin"))
-}
-
-/// The host CLI `name`, or `None` (after saying so) when it is missing
-/// outside CI. Under `CI=true` a missing CLI is a failure.
-fn host_cli(name: &str) -> Option<PathBuf> {
-    let file = if cfg!(windows) {
-        format!("{name}.cmd")
-    } else {
-        name.to_string()
-    };
-    let path = cli_dir().join(file);
-    if path.is_file() {
-        return Some(path);
-    }
-    let message = format!(
-        "host CLI `{name}` not found at {}: run `npm ci --prefix tests/support/hosts` (as .ci/run does) or set MCP_HOST_CLI_DIR",
-        path.display()
-    );
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    // Written past the test harness's capture, so a skip is visible in a
-    // plain `cargo test` run.
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
-    None
-}
 
 /// A scratch git repository with a subfolder, a HOME of its own, and the
 /// server log file every run appends to.
@@ -140,34 +108,6 @@ fn served_roots(log: &Path) -> Vec<String> {
         .filter_map(|rest| rest.split(" docs=").next())
         .map(str::to_string)
         .collect()
-}
-
-/// Runs `command`, killing it if it outlives `limit` (a host CLI that
-/// hangs must fail the test, not the whole suite).
-fn output_within(mut command: Command, limit: Duration) -> String {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out_path = dir.path().join("out");
-    let out = std::fs::File::create(&out_path).expect("out file");
-    command
-        .stdout(out.try_clone().expect("clone"))
-        .stderr(out);
-    let mut child = command.spawn().expect("start the host CLI");
-    let started = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "host CLI ran longer than {limit:?}:\n{}",
-                std::fs::read_to_string(&out_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::fs::read_to_string(&out_path).unwrap_or_default()
 }
 
 /// `mcp-project-helper config ARGS` run in `cwd`: the document block.
