@@ -121,7 +121,9 @@ pub enum ConfigError {
         "docs folder {path} is not a directory: pass --docs DIR or set MCP_PROJECT_HELPER_DOCS_ROOT to a directory"
     )]
     DocsNotDirectory { path: PathBuf },
-    #[error("cannot resolve the relative path {path}: the working directory is unusable ({source}); pass an absolute path")]
+    #[error(
+        "cannot resolve the relative path {path}: the working directory is unusable ({source}); pass an absolute path"
+    )]
     WorkingDir {
         path: PathBuf,
         source: std::io::Error,

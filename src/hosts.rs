@@ -129,7 +129,9 @@ fn spec(host: Host) -> HostSpec {
             title: "Claude Code",
             format: Format::McpServers,
             project: Some((".mcp.json", ".")),
-            user_files: &["~/.claude.json (top-level mcpServers); `claude mcp add --scope user` writes it"],
+            user_files: &[
+                "~/.claude.json (top-level mcpServers); `claude mcp add --scope user` writes it",
+            ],
             user_finds_project: true,
             note: "Claude Code offers the folder it was started in as the MCP root.",
         },
@@ -174,7 +176,9 @@ fn spec(host: Host) -> HostSpec {
             title: "Gemini CLI",
             format: Format::McpServers,
             project: Some((".gemini/settings.json", ".")),
-            user_files: &["~/.gemini/settings.json (Windows: %USERPROFILE%\\.gemini\\settings.json)"],
+            user_files: &[
+                "~/.gemini/settings.json (Windows: %USERPROFILE%\\.gemini\\settings.json)",
+            ],
             user_finds_project: true,
             note: "Gemini CLI starts servers in the folder you run it in. Check with `gemini mcp list`.",
         },
@@ -366,9 +370,9 @@ pub fn launch_for(request: &Request) -> Result<Launch, SnippetError> {
     let spec = spec(request.host);
     match request.scope {
         Scope::Project => {
-            let (_, root_arg) = spec.project.ok_or(SnippetError::NoProjectScope {
-                host: spec.title,
-            })?;
+            let (_, root_arg) = spec
+                .project
+                .ok_or(SnippetError::NoProjectScope { host: spec.title })?;
             Ok(if request.docker {
                 // A bind mount needs one absolute folder: the workspace
                 // variable where the host expands one, else this project.
@@ -400,9 +404,9 @@ pub fn render(request: &Request, shells: &[Shell]) -> Result<String, SnippetErro
     let mut out = String::new();
     match request.scope {
         Scope::Project => {
-            let (file, root_arg) = spec.project.ok_or(SnippetError::NoProjectScope {
-                host: spec.title,
-            })?;
+            let (file, root_arg) = spec
+                .project
+                .ok_or(SnippetError::NoProjectScope { host: spec.title })?;
             let path = Path::new(request.root).join(file);
             out += &format!(
                 "# {}, project scope (shared with everyone who clones the project): {}\n",
@@ -539,7 +543,11 @@ mod tests {
                     let text = render(&request, &[Shell::PowerShell, Shell::Cmd]).unwrap();
                     let entry = entry(host, &text);
                     let launch = launch_for(&request).unwrap();
-                    assert_eq!(entry["command"], launch.command.as_str(), "{host:?} {scope:?}");
+                    assert_eq!(
+                        entry["command"],
+                        launch.command.as_str(),
+                        "{host:?} {scope:?}"
+                    );
                     assert_eq!(entry["args"], json!(launch.args), "{host:?} {scope:?}");
                     let all = format!("{launch:?}");
                     if scope == Scope::User && !docker {
@@ -566,7 +574,10 @@ mod tests {
             let entry = entry(host, &text);
             assert_eq!(entry["command"], INSTALLED_COMMAND, "{host:?}");
             assert_eq!(entry["args"], json!(["--root", root_arg]), "{host:?}");
-            assert!(!text.contains("Zoë"), "no personal path in {host:?}:\n{text}");
+            assert!(
+                !text.contains("Zoë"),
+                "no personal path in {host:?}:\n{text}"
+            );
         }
     }
 
@@ -608,10 +619,7 @@ mod tests {
         let zed = render(&request(Host::Zed, Scope::User, false), &[]).unwrap();
         assert!(parsed(Host::Zed, &zed).get("context_servers").is_some());
         let codex = render(&request(Host::Codex, Scope::User, false), &[]).unwrap();
-        assert!(
-            codex.contains("[mcp_servers.project-helper]\n"),
-            "{codex}"
-        );
+        assert!(codex.contains("[mcp_servers.project-helper]\n"), "{codex}");
         // The path itself round-trips: see the test above.
     }
 
@@ -651,7 +659,11 @@ mod tests {
             ]
         );
         let launch = launch_for(&request(Host::Vscode, Scope::Project, true)).unwrap();
-        assert!(launch.args.contains(&"${workspaceFolder}:/project:ro".to_string()));
+        assert!(
+            launch
+                .args
+                .contains(&"${workspaceFolder}:/project:ro".to_string())
+        );
     }
 
     #[test]

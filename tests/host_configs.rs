@@ -332,8 +332,18 @@ fn project_snippets_name_the_installed_command_and_the_workspace() {
     let root_arg = root.to_str().expect("UTF-8 root");
     for (host, key, file, root_value) in [
         ("claude-code", "mcpServers", ".mcp.json", "."),
-        ("cursor", "mcpServers", ".cursor/mcp.json", "${workspaceFolder}"),
-        ("vscode", "servers", ".vscode/mcp.json", "${workspaceFolder}"),
+        (
+            "cursor",
+            "mcpServers",
+            ".cursor/mcp.json",
+            "${workspaceFolder}",
+        ),
+        (
+            "vscode",
+            "servers",
+            ".vscode/mcp.json",
+            "${workspaceFolder}",
+        ),
         ("codex", "mcp_servers", ".codex/config.toml", "."),
         ("gemini", "mcpServers", ".gemini/settings.json", "."),
     ] {

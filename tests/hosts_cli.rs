@@ -209,7 +209,11 @@ fn claude_code_project_and_user_snippets_serve_the_intended_folder() {
     // the server still serves the repository top.
     let document = config_document(&["claude-code"], &repo);
     sandbox.write(&repo.join(".mcp.json"), &document);
-    let output = sandbox.run(&claude, &["mcp", "get", "project-helper"], &repo.join("src/deep"));
+    let output = sandbox.run(
+        &claude,
+        &["mcp", "get", "project-helper"],
+        &repo.join("src/deep"),
+    );
     assert_connected(&output, "project scope from src/deep");
     assert_eq!(sandbox.served_roots(), [repo.display().to_string()]);
     std::fs::remove_file(repo.join(".mcp.json")).expect("rm");
@@ -223,7 +227,11 @@ fn claude_code_project_and_user_snippets_serve_the_intended_folder() {
         let line = line.replacen("claude", &claude.display().to_string(), 1);
         let output = sandbox.run(Path::new("/bin/sh"), &["-c", &line], &repo);
         assert!(output.contains("project-helper"), "{output}");
-        let output = sandbox.run(&claude, &["mcp", "get", "project-helper"], &repo.join("src"));
+        let output = sandbox.run(
+            &claude,
+            &["mcp", "get", "project-helper"],
+            &repo.join("src"),
+        );
         assert_connected(&output, "user scope from src");
         assert!(output.contains("User config"), "{output}");
         let roots = sandbox.served_roots();
@@ -294,7 +302,10 @@ fn codex_cli_parses_the_generated_project_and_user_config() {
         output.contains(&format!("command: {}", this_binary.display())),
         "{output}"
     );
-    assert!(output.contains("args: -"), "no --root in user scope:\n{output}");
+    assert!(
+        output.contains("args: -"),
+        "no --root in user scope:\n{output}"
+    );
 
     // Project scope: .codex/config.toml at the top, seen from a subfolder,
     // overriding the user entry of the same name.
@@ -324,7 +335,9 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
         (repo.clone(), "src/deep", repo.join("src/deep")),
     ] {
         let output = Command::new(binary())
-            .args(["config", "cursor", "--scope", "user", "--docker", "--root", root])
+            .args([
+                "config", "cursor", "--scope", "user", "--docker", "--root", root,
+            ])
             .current_dir(&cwd)
             .output()
             .expect("run config");
@@ -343,11 +356,16 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
     let outside = dunce::canonicalize(outside.path()).expect("canonical");
     std::fs::create_dir_all(outside.join("p")).expect("mkdir");
     let output = Command::new(binary())
-        .args(["config", "cursor", "--scope", "user", "--docker", "--root", "p"])
+        .args([
+            "config", "cursor", "--scope", "user", "--docker", "--root", "p",
+        ])
         .current_dir(&outside)
         .output()
         .expect("run config");
     let text = String::from_utf8(output.stdout).expect("UTF-8");
     let mount = format!("{}:/project:ro", outside.join("p").display());
-    assert!(text.contains(&serde_json::to_string(&mount).expect("json")), "{text}");
+    assert!(
+        text.contains(&serde_json::to_string(&mount).expect("json")),
+        "{text}"
+    );
 }

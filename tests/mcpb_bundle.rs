@@ -45,7 +45,10 @@ fn copy_dir(from: &Path, to: &Path) {
 /// Replaces the variables Claude Desktop substitutes in `mcp_config`.
 fn substitute(text: &str, dirname: &Path, project: &Path) -> String {
     text.replace("${__dirname}", &dirname.display().to_string())
-        .replace("${user_config.project_folder}", &project.display().to_string())
+        .replace(
+            "${user_config.project_folder}",
+            &project.display().to_string(),
+        )
 }
 
 #[test]
@@ -63,7 +66,10 @@ fn manifest_runs_the_binary_on_the_chosen_folder_and_matches_the_crate() {
     assert_eq!(manifest["server"]["type"], "binary");
     let config = &manifest["server"]["mcp_config"];
     assert_eq!(config["command"], "${__dirname}/server/mcp-project-helper");
-    assert_eq!(config["args"], json!(["--root", "${user_config.project_folder}"]));
+    assert_eq!(
+        config["args"],
+        json!(["--root", "${user_config.project_folder}"])
+    );
     assert_eq!(
         config["platform_overrides"]["win32"]["command"],
         "${__dirname}/server/mcp-project-helper.exe"
@@ -85,7 +91,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
     // Validate + pack, exactly as the release job does.
     let output = std::process::Command::new(repo_dir().join("packaging/mcpb/bundle.sh"))
         .arg(binary())
-        .args([std::env::consts::OS.replace("macos", "darwin").as_str(), "9.8.7"])
+        .args([
+            std::env::consts::OS.replace("macos", "darwin").as_str(),
+            "9.8.7",
+        ])
         .arg(&bundle)
         .env("MCPB", &mcpb)
         .output()
@@ -94,7 +103,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
     assert!(output.status.success(), "bundle.sh failed:\n{log}");
     assert!(log.contains("Manifest schema validation passes"), "{log}");
     let bytes = std::fs::read(&bundle).expect("bundle written");
-    assert!(bytes.starts_with(b"PK\x03\x04"), "an .mcpb is a zip archive");
+    assert!(
+        bytes.starts_with(b"PK\x03\x04"),
+        "an .mcpb is a zip archive"
+    );
 
     // Unzip with the official CLI, as Claude Desktop installs it.
     let unpacked = work.path().join("installed extension");
@@ -160,7 +172,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
         .map(|t| t["name"].as_str().expect("name"))
         .collect();
     declared.sort_unstable();
-    assert_eq!(names, declared, "the manifest lists the tools the server offers");
+    assert_eq!(
+        names, declared,
+        "the manifest lists the tools the server offers"
+    );
 
     let read = server
         .ok("read_project_file", json!({"path": "demo_app/models.py"}))
