@@ -36,20 +36,6 @@ pub const INSTALLED_COMMAND: &str = "mcp-project-helper";
 /// tags `ghcr.io/<repository owner>/mcp-project-helper`).
 pub const IMAGE: &str = "ghcr.io/mcp-project-helper/mcp-project-helper:latest";
 
-/// Every host `config` knows, in the order the docs list them.
-pub const HOSTS: [Host; 10] = [
-    Host::ClaudeCode,
-    Host::ClaudeDesktop,
-    Host::Cursor,
-    Host::Vscode,
-    Host::Codex,
-    Host::Gemini,
-    Host::Windsurf,
-    Host::Zed,
-    Host::Cline,
-    Host::Jetbrains,
-];
-
 /// How an editor starts the server: a program and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -413,10 +399,14 @@ pub fn render(request: &Request, shells: &[Shell]) -> Result<String, SnippetErro
                 spec.title,
                 path.display()
             );
-            if root_arg == "." {
-                out += "# `--root .` is the repository top (the nearest folder with .git), from any subfolder.\n";
+            if request.docker {
+                out += "# The container mounts one folder: this project (or the host's workspace variable).\n";
+            } else {
+                if root_arg == "." {
+                    out += "# `--root .` is the repository top (the nearest folder with .git), from any subfolder.\n";
+                }
+                out += "# Needs mcp-project-helper on PATH (the installers put it there).\n";
             }
-            out += "# Needs mcp-project-helper on PATH (the installers put it there).\n";
         }
         Scope::User => {
             out += &format!("# {}, user scope (your own settings):\n", spec.title);
@@ -486,6 +476,7 @@ fn utf8<'a>(path: &'a Path, what: &str) -> Result<&'a str, String> {
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum;
     use serde_json::{Value, json};
 
     use super::*;
@@ -536,7 +527,7 @@ mod tests {
 
     #[test]
     fn windows_paths_with_spaces_round_trip_through_every_snippet() {
-        for host in HOSTS {
+        for &host in Host::value_variants() {
             for scope in scopes(host) {
                 for docker in [false, true] {
                     let request = request(host, scope, docker);
@@ -668,7 +659,7 @@ mod tests {
 
     #[test]
     fn every_snippet_is_comment_lines_then_one_document() {
-        for host in HOSTS {
+        for &host in Host::value_variants() {
             for scope in scopes(host) {
                 let text = render(&request(host, scope, false), &[Shell::Posix]).unwrap();
                 let (head, _) = text.split_once("\n\n").expect("blank line");
