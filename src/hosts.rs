@@ -18,13 +18,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::Serialize;
 
 use crate::cli::{ConfigArgs, Host, Scope};
-use crate::config::Config;
+use crate::config::{Config, canonical_dir, resolve_relative_to_repository};
 
 /// The name the server is registered under in every host's config.
 pub const SERVER_NAME: &str = "project-helper";
@@ -119,7 +119,7 @@ fn spec(host: Host) -> HostSpec {
                 "~/.claude.json (top-level mcpServers); `claude mcp add --scope user` writes it",
             ],
             user_finds_project: true,
-            note: "Claude Code offers the folder it was started in as the MCP root.",
+            note: "Claude Code asks once before it starts servers from a project's .mcp.json; without --root the server serves the folder Claude Code was started in (its MCP root). Check with `claude mcp get project-helper`.",
         },
         Host::ClaudeDesktop => HostSpec {
             title: "Claude Desktop",
@@ -140,7 +140,7 @@ fn spec(host: Host) -> HostSpec {
             project: Some((".cursor/mcp.json", "${workspaceFolder}")),
             user_files: &["~/.cursor/mcp.json (Windows: %USERPROFILE%\\.cursor\\mcp.json)"],
             user_finds_project: true,
-            note: "Cursor offers the open workspace as the MCP root.",
+            note: "Cursor expands ${workspaceFolder}; without --root the server serves the open workspace (Cursor's MCP root).",
         },
         Host::Vscode => HostSpec {
             title: "VS Code",
@@ -148,7 +148,7 @@ fn spec(host: Host) -> HostSpec {
             project: Some((".vscode/mcp.json", "${workspaceFolder}")),
             user_files: &["the user mcp.json: run \"MCP: Open User Configuration\""],
             user_finds_project: true,
-            note: "VS Code offers the open workspace folders as MCP roots.",
+            note: "VS Code expands ${workspaceFolder}; without --root the server serves the first workspace folder (VS Code's MCP roots).",
         },
         Host::Codex => HostSpec {
             title: "Codex CLI",
@@ -166,7 +166,7 @@ fn spec(host: Host) -> HostSpec {
                 "~/.gemini/settings.json (Windows: %USERPROFILE%\\.gemini\\settings.json)",
             ],
             user_finds_project: true,
-            note: "Gemini CLI starts servers in the folder you run it in. Check with `gemini mcp list`.",
+            note: "Gemini CLI reads .gemini/settings.json only when started in that folder, and no MCP server at all in a folder you have not trusted; without --root the server serves the folder Gemini runs in. Check with `gemini mcp list`.",
         },
         Host::Windsurf => HostSpec {
             title: "Windsurf",
@@ -451,13 +451,20 @@ pub fn print_snippet(args: &ConfigArgs, config: &Config) -> ExitCode {
 }
 
 fn snippet_for_this_binary(args: &ConfigArgs, config: &Config) -> Result<String, String> {
-    let root = config.root_or_working_dir()?;
+    let scope = args.scope.unwrap_or_else(|| default_scope(args.host));
+    // A project file belongs at the repository top, wherever `config` runs.
+    let root = match (&config.root, scope) {
+        (None, Scope::Project) => resolve_relative_to_repository(PathBuf::from("."))
+            .and_then(|top| canonical_dir(&top))
+            .map_err(|error| error.to_string())?,
+        _ => config.root_or_working_dir()?,
+    };
     let binary = std::env::current_exe()
         .map_err(|error| format!("cannot find the path of this binary: {error}"))?;
     let binary = dunce::canonicalize(&binary).unwrap_or(binary);
     let request = Request {
         host: args.host,
-        scope: args.scope.unwrap_or_else(|| default_scope(args.host)),
+        scope,
         root: utf8(&root, "the project root")?,
         binary: utf8(&binary, "this binary's path")?,
         docker: args.docker,

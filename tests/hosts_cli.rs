@@ -351,6 +351,19 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
         );
     }
 
+    // `config` without --root names the project file at the top, too.
+    let output = Command::new(binary())
+        .args(["config", "claude-code"])
+        .current_dir(repo.join("src/deep"))
+        .env_remove("MCP_PROJECT_HELPER_ROOT")
+        .env_remove("PROJECT_ROOT")
+        .output()
+        .expect("run config");
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    let first = text.lines().next().unwrap_or_default();
+    let file = repo.join(".mcp.json").display().to_string();
+    assert!(first.ends_with(&file), "{text}");
+
     // Outside any repository the working directory is the base, as before.
     let outside = tempfile::tempdir().expect("tempdir");
     let outside = dunce::canonicalize(outside.path()).expect("canonical");
