@@ -393,7 +393,10 @@ pub fn render(request: &Request, shells: &[Shell]) -> Result<String, SnippetErro
             let (file, root_arg) = spec
                 .project
                 .ok_or(SnippetError::NoProjectScope { host: spec.title })?;
-            let path = Path::new(request.root).join(file);
+            // Joined per component, so Windows shows `\` throughout.
+            let path = file
+                .split('/')
+                .fold(PathBuf::from(request.root), |path, part| path.join(part));
             out += &format!(
                 "# {}, project scope (shared with everyone who clones the project): {}\n",
                 spec.title,

@@ -4,7 +4,8 @@
 //! `security` (the one path gate), `walk` (the one walker), `runner` (the
 //! one process runner), `tools` (one
 //! module per tool, protocol-free), `server` (registers the tools and
-//! converts results), `main` (the command line).
+//! converts results), `hosts` (the `config <host>` snippets), `main` (the
+//! command line).
 
 pub mod cli;
 pub mod config;

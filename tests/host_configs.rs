@@ -350,7 +350,11 @@ fn project_snippets_name_the_installed_command_and_the_workspace() {
         let (text, json) = config_output(&[host, "--root", root_arg]);
         let first = text.lines().next().expect("a first line");
         assert!(first.contains("project scope"), "{text}");
-        let file = Path::new(root_arg).join(file).display().to_string();
+        let file = file
+            .split('/')
+            .fold(PathBuf::from(root_arg), |path, part| path.join(part))
+            .display()
+            .to_string();
         assert!(first.ends_with(&file), "{host} names {file}:\n{text}");
         let server = &json[key]["project-helper"];
         assert_eq!(server["command"], "mcp-project-helper", "{host}");
