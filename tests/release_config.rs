@@ -103,6 +103,13 @@ fn every_custom_publish_job_is_wired_into_release_yml() {
         permissions["publish-mcpb"]["contents"].as_str(),
         Some("write")
     );
+    // ... and attests them like the archives.
+    for permission in ["id-token", "attestations"] {
+        assert_eq!(
+            permissions["publish-mcpb"][permission].as_str(),
+            Some("write")
+        );
+    }
 }
 
 #[test]
