@@ -136,6 +136,13 @@ pub enum ConfigError {
         "docs folder {path} is not a directory: pass --docs DIR or set MCP_PROJECT_HELPER_DOCS_ROOT to a directory"
     )]
     DocsNotDirectory { path: PathBuf },
+    #[error(
+        "cannot resolve the relative path {path}: the working directory is unusable ({source}); pass an absolute path"
+    )]
+    WorkingDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read config file {path}: {source}")]
     ReadConfig {
         path: PathBuf,
@@ -160,9 +167,11 @@ pub enum ConfigError {
 impl Config {
     /// Resolves the overrides and the operator file into the final config.
     pub fn load(overrides: Overrides) -> Result<Self, ConfigError> {
-        let root = overrides.root.as_deref().map(canonical_dir).transpose()?;
-        let docs_root = match overrides.docs.as_deref() {
-            Some(dir) => Some(canonical_docs_dir(dir)?),
+        let resolve = |path: Option<PathBuf>| path.map(resolve_relative_to_repository).transpose();
+        let root = resolve(overrides.root)?;
+        let root = root.as_deref().map(canonical_dir).transpose()?;
+        let docs_root = match resolve(overrides.docs)? {
+            Some(dir) => Some(canonical_docs_dir(&dir)?),
             None => None,
         };
         let log_level = match overrides.log_level.as_deref() {
@@ -176,7 +185,7 @@ impl Config {
         Ok(Self {
             root,
             docs_root,
-            log_file: overrides.log_file,
+            log_file: resolve(overrides.log_file)?,
             log_level,
             checks: file.checks(),
             limits: file.limits(),
@@ -199,6 +208,34 @@ impl Config {
                 }),
         }
     }
+}
+
+/// Resolves a relative `--root`, `--docs` or `--log-file` (or its
+/// variable) against the top of the repository holding the working
+/// directory: the nearest folder, the working directory included, that
+/// holds `.git` (a folder, or a file in worktrees and submodules); outside
+/// any repository, against the working directory. Never above that top.
+///
+/// Why the repository top: hosts start servers in whatever folder they were
+/// launched from (Claude Code from `src/` starts the server there, and its
+/// `CLAUDE_PROJECT_DIR` and MCP root say `src/` too), while the shared
+/// configs that carry relative paths (`.mcp.json`, `.codex/config.toml`,
+/// `.gemini/settings.json`) live at the top and are written relative to it,
+/// as `.gitignore` patterns are. So `--root .` or `--root demo_project` in
+/// a checked-in config means the same folder from every subfolder.
+pub fn resolve_relative_to_repository(path: PathBuf) -> Result<PathBuf, ConfigError> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    let working_dir = std::env::current_dir().map_err(|source| ConfigError::WorkingDir {
+        path: path.clone(),
+        source,
+    })?;
+    let base = working_dir
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(&working_dir);
+    Ok(base.join(path))
 }
 
 /// Canonicalizes an operator-given root once; `dunce` keeps Windows paths

@@ -2,6 +2,8 @@
 //! to it over stdio, either through rmcp's client or as raw JSON lines.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod host_cli;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
