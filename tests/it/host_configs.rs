@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Server, binary, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, cli_command, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -125,11 +125,10 @@ async fn start_and_call(
     cmd.args(args)
         .current_dir(cwd)
         .env("PATH", path_with_binary())
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
-        .env_remove("MCP_PROJECT_HELPER_CONFIG")
-        .env_remove("MCP_PROJECT_HELPER_LOG_FILE")
         .env_remove("CLAUDE_PROJECT_DIR");
+    for name in SETTINGS_ENV {
+        cmd.env_remove(name);
+    }
     for (key, value) in env {
         cmd.env(key, value);
     }
@@ -256,11 +255,8 @@ fn vscode_expansion_is_modelled() {
 /// `config ARGS` output: the text, and the document (JSON, or Codex's
 /// TOML converted to JSON) that follows the comment lines.
 fn config_output(args: &[&str]) -> (String, Value) {
-    let output = std::process::Command::new(binary())
-        .arg("config")
+    let output = cli_command(&["config"])
         .args(args)
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
         .output()
         .expect("run config");
     assert!(output.status.success(), "config {args:?} failed");
@@ -359,8 +355,7 @@ fn project_snippets_name_the_installed_command_and_the_workspace() {
         assert_eq!(server["args"], json!(["--root", root_value]), "{host}");
     }
     for host in ["claude-desktop", "windsurf", "zed", "cline", "jetbrains"] {
-        let output = std::process::Command::new(binary())
-            .args(["config", host, "--scope", "project"])
+        let output = cli_command(&["config", host, "--scope", "project"])
             .output()
             .expect("run config");
         assert!(!output.status.success(), "{host} has no project scope");

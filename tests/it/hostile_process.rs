@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{RawServer, binary, demo_root, server_command};
+use crate::common::{RawServer, SETTINGS_ENV, binary, demo_root, server_command};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -253,10 +253,10 @@ struct Raw {
 
 impl Raw {
     fn spawn(mut command: Command) -> Raw {
+        for name in SETTINGS_ENV {
+            command.env_remove(name);
+        }
         let mut child = command
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::host_cli::{host_cli, output_within};
-use crate::common::{binary, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, binary, cli_command, demo_root, repo_dir};
 
 /// A scratch git repository with a subfolder, a HOME of its own, and the
 /// server log file every run appends to.
@@ -84,11 +84,13 @@ impl Sandbox {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("NO_COLOR", "1")
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG")
             .env_remove("CLAUDE_PROJECT_DIR")
             .stdin(Stdio::null());
+        for name in SETTINGS_ENV {
+            if name != "MCP_PROJECT_HELPER_LOG_FILE" {
+                command.env_remove(name);
+            }
+        }
         output_within(command, Duration::from_secs(180))
     }
 
@@ -110,12 +112,9 @@ fn served_roots(log: &Path) -> Vec<String> {
 
 /// `mcp-project-helper config ARGS` run in `cwd`: the document block.
 fn config_document(args: &[&str], cwd: &Path) -> String {
-    let output = Command::new(binary())
-        .arg("config")
+    let output = cli_command(&["config"])
         .args(args)
         .current_dir(cwd)
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
         .output()
         .expect("run config");
     assert!(output.status.success(), "config {args:?} failed");
@@ -126,8 +125,7 @@ fn config_document(args: &[&str], cwd: &Path) -> String {
 
 /// The `claude mcp add` line `config claude-code` prints for this shell.
 fn claude_mcp_add_line(args: &[&str], cwd: &Path) -> String {
-    let output = Command::new(binary())
-        .arg("config")
+    let output = cli_command(&["config"])
         .args(args)
         .current_dir(cwd)
         .output()
@@ -332,7 +330,7 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
         (repo.join("src"), "demo", repo.join("demo")),
         (repo.clone(), "src/deep", repo.join("src/deep")),
     ] {
-        let output = Command::new(binary())
+        let output = cli_command(&[])
             .args([
                 "config", "cursor", "--scope", "user", "--docker", "--root", root,
             ])
@@ -350,11 +348,9 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
     }
 
     // `config` without --root names the project file at the top, too.
-    let output = Command::new(binary())
+    let output = cli_command(&[])
         .args(["config", "claude-code"])
         .current_dir(repo.join("src/deep"))
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
         .output()
         .expect("run config");
     let text = String::from_utf8(output.stdout).expect("UTF-8");
@@ -366,7 +362,7 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
     let outside = tempfile::tempdir().expect("tempdir");
     let outside = dunce::canonicalize(outside.path()).expect("canonical");
     std::fs::create_dir_all(outside.join("p")).expect("mkdir");
-    let output = Command::new(binary())
+    let output = cli_command(&[])
         .args([
             "config", "cursor", "--scope", "user", "--docker", "--root", "p",
         ])

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::common::host_cli::host_cli;
-use crate::common::{Server, binary, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -143,12 +143,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
         .map(|a| substitute(a.as_str().expect("string arg"), &unpacked, &project))
         .collect();
     let mut command = Command::new(&program);
-    command
-        .args(&args)
-        .current_dir(work.path())
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
-        .env_remove("MCP_PROJECT_HELPER_CONFIG");
+    command.args(&args).current_dir(work.path());
+    for name in SETTINGS_ENV {
+        command.env_remove(name);
+    }
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
         .spawn()

@@ -30,7 +30,9 @@ pub fn demo_root() -> PathBuf {
 
 /// Variables that would set the root or config of a server the tests start
 /// from whoever runs the tests.
-const SETTINGS_ENV: [&str; 6] = [
+/// The server's settings variables: every spawn of the server, directly or
+/// through a host CLI, removes them so the developer's environment cannot leak in.
+pub const SETTINGS_ENV: [&str; 6] = [
     "MCP_PROJECT_HELPER_ROOT",
     "PROJECT_ROOT",
     "MCP_PROJECT_HELPER_CONFIG",
