@@ -51,7 +51,7 @@ pub struct ServerArgs {
 pub enum Command {
     /// Print the checks run_project_check would offer, with each program's resolved path or why it is unavailable
     Checks,
-    /// Print an editor's MCP config snippet that starts this binary (or the container) on the project root (--root, else the current folder)
+    /// Print the MCP config snippet for one host (Claude Code, Cursor, VS Code, Codex, ...) that starts this binary (or the container), and say which file and scope it belongs to
     Config(ConfigArgs),
 }
 
@@ -60,6 +60,9 @@ pub struct ConfigArgs {
     /// The MCP host to print the snippet for
     #[arg(value_enum)]
     pub host: Host,
+    /// `project`: a file shared in the project (workspace-relative root); `user`: your own config for every project [default: project where the host has one, else user]
+    #[arg(long, value_enum)]
+    pub scope: Option<Scope>,
     /// Run the server as `docker run -i --rm` with the project mounted read-only
     #[arg(long)]
     pub docker: bool,
@@ -71,6 +74,20 @@ pub enum Host {
     ClaudeDesktop,
     Cursor,
     Vscode,
+    Codex,
+    Gemini,
+    Windsurf,
+    Zed,
+    Cline,
+    Jetbrains,
+}
+
+/// Where a host keeps the entry: in the project (shared with everyone who
+/// clones it) or in the user's own settings (every project).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    Project,
+    User,
 }
 
 impl ServerArgs {

@@ -16,6 +16,21 @@ pub const DEFAULT_CHECK_TIMEOUT_SECONDS: u64 = 60;
 /// Default number of characters kept from each check output stream.
 pub const DEFAULT_OUTPUT_CHARS: usize = 20_000;
 
+/// Bounds on the operator file, so that a wrong file (a log, a FIFO, a
+/// generated list) fails at start-up with a clear message instead of
+/// slowing or hanging the server.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+pub const MAX_CHECKS: usize = 100;
+pub const MAX_CHECK_NAME_CHARS: usize = 64;
+pub const MAX_ARGV_ITEMS: usize = 256;
+/// Bytes of one check's argv, all items together.
+pub const MAX_ARGV_BYTES: usize = 32 * 1024;
+pub const MAX_ENV_ENTRIES: usize = 64;
+/// Bytes of one check's env, names and values together.
+pub const MAX_ENV_BYTES: usize = 32 * 1024;
+pub const MAX_DENY_GLOBS: usize = 100;
+pub const MAX_DENY_GLOB_CHARS: usize = 256;
+
 /// Values taken from flags and environment variables (merged in `cli::ServerArgs::overrides`).
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
@@ -140,11 +155,26 @@ pub enum ConfigError {
         "docs folder {path} is not a directory: pass --docs DIR or set MCP_PROJECT_HELPER_DOCS_ROOT to a directory"
     )]
     DocsNotDirectory { path: PathBuf },
+    #[error(
+        "cannot resolve the relative path {path}: the working directory is unusable ({source}); pass an absolute path"
+    )]
+    WorkingDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read config file {path}: {source}")]
     ReadConfig {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "config file {path} is not a regular file ({kind}); --config and MCP_PROJECT_HELPER_CONFIG must name a TOML file"
+    )]
+    ConfigNotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "config file {path} is larger than {MAX_CONFIG_BYTES} bytes (1 MiB), the largest accepted"
+    )]
+    ConfigTooLarge { path: PathBuf },
     #[error("invalid config file {path}: {message}")]
     ParseConfig { path: PathBuf, message: String },
     #[error(
@@ -156,9 +186,11 @@ pub enum ConfigError {
 impl Config {
     /// Resolves the overrides and the operator file into the final config.
     pub fn load(overrides: Overrides) -> Result<Self, ConfigError> {
-        let root = overrides.root.as_deref().map(canonical_dir).transpose()?;
-        let docs_root = match overrides.docs.as_deref() {
-            Some(dir) => Some(canonical_docs_dir(dir)?),
+        let resolve = |path: Option<PathBuf>| path.map(resolve_relative_to_repository).transpose();
+        let root = resolve(overrides.root)?;
+        let root = root.as_deref().map(canonical_dir).transpose()?;
+        let docs_root = match resolve(overrides.docs)? {
+            Some(dir) => Some(canonical_docs_dir(&dir)?),
             None => None,
         };
         let log_level = match overrides.log_level.as_deref() {
@@ -172,7 +204,7 @@ impl Config {
         Ok(Self {
             root,
             docs_root,
-            log_file: overrides.log_file,
+            log_file: resolve(overrides.log_file)?,
             log_level,
             checks: file.checks(),
             limits: file.limits(),
@@ -196,6 +228,34 @@ impl Config {
                 }),
         }
     }
+}
+
+/// Resolves a relative `--root`, `--docs` or `--log-file` (or its
+/// variable) against the top of the repository holding the working
+/// directory: the nearest folder, the working directory included, that
+/// holds `.git` (a folder, or a file in worktrees and submodules); outside
+/// any repository, against the working directory. Never above that top.
+///
+/// Why the repository top: hosts start servers in whatever folder they were
+/// launched from (Claude Code from `src/` starts the server there, and its
+/// `CLAUDE_PROJECT_DIR` and MCP root say `src/` too), while the shared
+/// configs that carry relative paths (`.mcp.json`, `.codex/config.toml`,
+/// `.gemini/settings.json`) live at the top and are written relative to it,
+/// as `.gitignore` patterns are. So `--root .` or `--root demo_project` in
+/// a checked-in config means the same folder from every subfolder.
+pub fn resolve_relative_to_repository(path: PathBuf) -> Result<PathBuf, ConfigError> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    let working_dir = std::env::current_dir().map_err(|source| ConfigError::WorkingDir {
+        path: path.clone(),
+        source,
+    })?;
+    let base = working_dir
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(&working_dir);
+    Ok(base.join(path))
 }
 
 /// Canonicalizes an operator-given root once; `dunce` keeps Windows paths
@@ -304,10 +364,7 @@ struct DenyEntry {
 
 impl OperatorFile {
     fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadConfig {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = read_operator_file(path)?;
         let file: Self = toml::from_str(&text).map_err(|error| ConfigError::ParseConfig {
             path: path.to_path_buf(),
             message: describe_toml_error(&text, &error),
@@ -321,38 +378,21 @@ impl OperatorFile {
     }
 
     /// Semantic checks that serde cannot express; each names the key.
+    /// Linear in the file: a key's line is looked up only for an error.
     fn validate(&self, text: &str) -> Result<(), String> {
+        if self.checks.len() > MAX_CHECKS {
+            return Err(format!(
+                "key checks: {} checks configured; at most {MAX_CHECKS} are allowed",
+                self.checks.len()
+            ));
+        }
         for (name, entry) in &self.checks {
-            let line = line_of_key(text, name);
-            let at = line.map(|n| format!("line {n}, ")).unwrap_or_default();
-            if !is_valid_check_name(name) {
-                return Err(format!(
-                    "{at}key checks.{name}: check names may use only letters, digits, '-' and '_'"
-                ));
-            }
-            match entry {
-                CheckEntry::Enabled(true) => {
-                    return Err(format!(
-                        "{at}key checks.{name}: `true` is not a check; give an argv array, a table with `argv`, or `false` to remove a detected check"
-                    ));
-                }
-                CheckEntry::Argv(argv) | CheckEntry::Long(LongCheck { argv, .. })
-                    if argv.first().is_none_or(|program| program.trim().is_empty()) =>
-                {
-                    return Err(format!(
-                        "{at}key checks.{name}: argv must start with a program name"
-                    ));
-                }
-                CheckEntry::Long(LongCheck {
-                    timeout_seconds: Some(0),
-                    ..
-                }) => {
-                    return Err(format!(
-                        "{at}key checks.{name}.timeout_seconds: must be at least 1"
-                    ));
-                }
-                _ => {}
-            }
+            check_entry_problem(name, entry).map_or(Ok(()), |problem| {
+                let at = line_of_key(text, name)
+                    .map(|n| format!("line {n}, "))
+                    .unwrap_or_default();
+                Err(format!("{at}key checks.{problem}"))
+            })?;
         }
         if self.limits.timeout_seconds == Some(0) {
             return Err("key limits.timeout_seconds: must be at least 1".to_string());
@@ -363,9 +403,15 @@ impl OperatorFile {
         if self.index.max_memory_mb == 0 {
             return Err("key index.max_memory_mb: must be at least 1".to_string());
         }
+        if self.deny.globs.len() > MAX_DENY_GLOBS {
+            return Err(format!(
+                "key deny.globs: {} globs given; at most {MAX_DENY_GLOBS} are allowed",
+                self.deny.globs.len()
+            ));
+        }
         for glob in &self.deny.globs {
-            if let Err(error) = globset::Glob::new(glob) {
-                return Err(format!("key deny.globs: invalid glob {glob:?}: {error}"));
+            if let Some(problem) = deny_glob_problem(glob) {
+                return Err(format!("key deny.globs: {problem}"));
             }
         }
         Ok(())
@@ -408,9 +454,212 @@ impl OperatorFile {
 
 pub fn is_valid_check_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_CHECK_NAME_CHARS
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// What is wrong with one check, as "<name>…: <why>", or `None`.
+fn check_entry_problem(name: &str, entry: &CheckEntry) -> Option<String> {
+    if !is_valid_check_name(name) {
+        return Some(format!(
+            "{}: check names may use only letters, digits, '-' and '_', at most {MAX_CHECK_NAME_CHARS} characters",
+            shown(name)
+        ));
+    }
+    let (argv, env) = match entry {
+        CheckEntry::Enabled(false) => return None,
+        CheckEntry::Enabled(true) => {
+            return Some(format!(
+                "{name}: `true` is not a check; give an argv array, a table with `argv`, or `false` to remove a detected check"
+            ));
+        }
+        CheckEntry::Argv(argv) => (argv, None),
+        CheckEntry::Long(long) => {
+            if long.timeout_seconds == Some(0) {
+                return Some(format!("{name}.timeout_seconds: must be at least 1"));
+            }
+            (&long.argv, Some(&long.env))
+        }
+    };
+    if argv.first().is_none_or(|program| program.trim().is_empty()) {
+        return Some(format!("{name}: argv must start with a program name"));
+    }
+    let argv_bytes: usize = argv.iter().map(String::len).sum();
+    if argv.len() > MAX_ARGV_ITEMS || argv_bytes > MAX_ARGV_BYTES {
+        return Some(format!(
+            "{name}: argv has {} items and {argv_bytes} bytes; at most {MAX_ARGV_ITEMS} items and {MAX_ARGV_BYTES} bytes are allowed",
+            argv.len()
+        ));
+    }
+    let env = env?;
+    let env_bytes: usize = env.iter().map(|(key, value)| key.len() + value.len()).sum();
+    if env.len() > MAX_ENV_ENTRIES || env_bytes > MAX_ENV_BYTES {
+        return Some(format!(
+            "{name}.env: {} entries and {env_bytes} bytes; at most {MAX_ENV_ENTRIES} entries and {MAX_ENV_BYTES} bytes are allowed",
+            env.len()
+        ));
+    }
+    None
+}
+
+/// Why an operator deny glob is refused, or `None`. The deny-list matches
+/// root-relative paths spelled with `/`, never starting or ending with one,
+/// so a glob that could only match another spelling would deny nothing.
+pub fn deny_glob_problem(glob: &str) -> Option<String> {
+    const RULE: &str = "deny globs are relative to the project root, use '/' between folders and never end with '/'";
+    let shown_glob = shown(glob);
+    if glob.chars().count() > MAX_DENY_GLOB_CHARS {
+        return Some(format!(
+            "glob {shown_glob} is longer than {MAX_DENY_GLOB_CHARS} characters, the longest allowed"
+        ));
+    }
+    let never = |why: &str, instead: Option<String>| {
+        let instead = instead
+            .map(|glob| format!("; write {glob:?} instead"))
+            .unwrap_or_default();
+        Some(format!(
+            "glob {shown_glob} can never match: {why} ({RULE}){instead}"
+        ))
+    };
+    let relative = glob.strip_prefix("./").unwrap_or(glob);
+    if glob.trim().is_empty() {
+        return never("it is empty", None);
+    }
+    if glob.contains('\\') {
+        return never(
+            "it contains '\\', which globs read as an escape, not a separator (to match a literal '*' write '[*]')",
+            Some(glob.replace('\\', "/")),
+        );
+    }
+    if glob.starts_with('/') {
+        return never(
+            "it starts with '/'",
+            Some(glob.trim_start_matches('/').to_string()),
+        );
+    }
+    if glob.ends_with('/') {
+        return never(
+            "it ends with '/'",
+            Some(format!("{}/**", glob.trim_end_matches('/'))),
+        );
+    }
+    if relative
+        .split('/')
+        .any(|segment| segment.is_empty() || segment == "." || segment == "..")
+    {
+        return never(
+            "it has an empty, '.' or '..' folder, which a project path never has",
+            None,
+        );
+    }
+    if let Err(error) = globset::Glob::new(glob) {
+        return Some(format!("invalid glob {shown_glob}: {error}"));
+    }
+    None
+}
+
+/// A name or glob from the file, cut for a message.
+fn shown(text: &str) -> String {
+    const MAX_CHARS: usize = 80;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{:?}…", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// Reads the operator's file without ever blocking (a FIFO or device is
+/// refused at once, not waited on) and never more than
+/// [`MAX_CONFIG_BYTES`].
+fn read_operator_file(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let read_error = |source| ConfigError::ReadConfig {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = open_regular_file(path, std::fs::OpenOptions::new().read(true)).map_err(
+        |error| match error {
+            OpenError::NotRegular(kind) => ConfigError::ConfigNotRegular {
+                path: path.to_path_buf(),
+                kind,
+            },
+            OpenError::Io(source) => read_error(source),
+        },
+    )?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::ConfigTooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file is not UTF-8 text",
+        ))
+    })
+}
+
+/// Why an operator-named file could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// It exists but is a FIFO, device, socket or folder.
+    NotRegular(&'static str),
+    Io(std::io::Error),
+}
+
+/// Opens an operator-named file (config, log) with `options`, never
+/// blocking (`O_NONBLOCK`: opening a FIFO does not wait for a peer), and
+/// only if it is a regular file (checked again on the open file, so a swap
+/// after the first look is caught).
+pub fn open_regular_file(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+) -> Result<std::fs::File, OpenError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    // Checked before the open too: opening a FIFO without a reader for
+    // writing fails with a confusing "no such device".
+    if let Ok(metadata) = std::fs::metadata(path)
+        && !metadata.is_file()
+    {
+        return Err(OpenError::NotRegular(file_kind(&metadata)));
+    }
+    let file = options.open(path).map_err(OpenError::Io)?;
+    let metadata = file.metadata().map_err(OpenError::Io)?;
+    if !metadata.is_file() {
+        return Err(OpenError::NotRegular(file_kind(&metadata)));
+    }
+    Ok(file)
+}
+
+fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        if kind.is_fifo() {
+            return "a FIFO or pipe";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if metadata.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// toml's message already carries "line N, column M" and the offending key;
@@ -569,6 +818,105 @@ globs = ["*.secret", "private/**"]
         );
         assert!(parse("[checks]\n\"a b\" = [\"ls\"]\n").is_err());
         assert!(parse("[deny]\nglobs = [\"a[\"]\n").is_err());
+    }
+
+    #[test]
+    fn deny_globs_that_can_never_match_are_refused_with_a_fix() {
+        for (glob, fix) in [
+            ("secrets/", Some("secrets/**")),
+            ("/private/**", Some("private/**")),
+            ("sub\\private\\**", Some("sub/private/**")),
+            ("", None),
+            ("  ", None),
+            ("a//b", None),
+            ("a/../b", None),
+        ] {
+            let text = format!("[deny]\nglobs = [{}]\n", toml::Value::from(glob));
+            let error = parse(&text).unwrap_err();
+            assert!(error.contains("can never match"), "{glob:?}: {error}");
+            assert!(error.contains("relative to the project root"), "{error}");
+            if let Some(fix) = fix {
+                assert!(error.contains(&format!("write {fix:?} instead")), "{error}");
+            }
+        }
+        for good in [
+            "*.secret",
+            "private/**",
+            "./private/**",
+            "a/*/b.txt",
+            "[*]star",
+        ] {
+            assert_eq!(deny_glob_problem(good), None, "{good}");
+        }
+        let long = "a".repeat(MAX_DENY_GLOB_CHARS + 1);
+        assert!(deny_glob_problem(&long).unwrap().contains("256 characters"));
+    }
+
+    #[test]
+    fn too_many_checks_fail_fast_naming_the_limit() {
+        let mut text = String::from("[checks]\n");
+        for index in 0..20_000 {
+            text.push_str(&format!("c{index} = [\"true\"]\n"));
+        }
+        let error = parse(&text).unwrap_err();
+        assert!(
+            error.contains("20000 checks configured; at most 100"),
+            "{error}"
+        );
+        let mut text = String::from("[checks]\n");
+        for index in 0..MAX_CHECKS {
+            text.push_str(&format!("c{index} = [\"true\"]\n"));
+        }
+        assert_eq!(parse(&text).expect("at the limit").checks.len(), MAX_CHECKS);
+    }
+
+    #[test]
+    fn argv_env_and_names_are_bounded() {
+        let items = vec!["\"x\""; MAX_ARGV_ITEMS + 1].join(",");
+        let error = parse(&format!("[checks]\nbig = [{items}]\n")).unwrap_err();
+        assert!(
+            error.contains("line 2, key checks.big: argv has 257 items"),
+            "{error}"
+        );
+        let huge = "y".repeat(MAX_ARGV_BYTES);
+        let error = parse(&format!("[checks]\nbig = [\"x\", \"{huge}\"]\n")).unwrap_err();
+        assert!(error.contains("32768 bytes are allowed"), "{error}");
+        let env: Vec<String> = (0..=MAX_ENV_ENTRIES)
+            .map(|i| format!("V{i} = \"1\""))
+            .collect();
+        let text = format!(
+            "[checks.e]\nargv = [\"x\"]\nenv = {{ {} }}\n",
+            env.join(", ")
+        );
+        let error = parse(&text).unwrap_err();
+        assert!(error.contains("key checks.e.env: 65 entries"), "{error}");
+        let name = "n".repeat(MAX_CHECK_NAME_CHARS + 1);
+        let error = parse(&format!("[checks]\n{name} = [\"x\"]\n")).unwrap_err();
+        assert!(error.contains("at most 64 characters"), "{error}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_an_oversized_file_as_config_fails_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("config.toml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        let error = OperatorFile::load(&fifo).unwrap_err().to_string();
+        assert!(
+            error.contains("not a regular file (a FIFO or pipe)"),
+            "{error}"
+        );
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).expect("write");
+        let error = OperatorFile::load(&big).unwrap_err().to_string();
+        assert!(
+            error.contains("larger than 1048576 bytes (1 MiB)"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -6,13 +6,13 @@
 //! catalog), `config` (resolved once at start-up) and `project` (what the
 //! tools work on). `tools` has one protocol-free module per tool; `server`
 //! registers them and converts results; `main`, `report` and
-//! `editor_config` are the command line. See docs/architecture.md.
+//! `hosts` are the command line. See docs/architecture.md.
 
 pub mod checks;
 pub mod cli;
 pub mod config;
-pub mod editor_config;
 pub mod glob;
+pub mod hosts;
 pub mod index;
 pub mod logging;
 pub mod project;

@@ -7,7 +7,7 @@ use clap::Parser;
 
 use mcp_project_helper::cli::{Cli, Command};
 use mcp_project_helper::config::Config;
-use mcp_project_helper::{editor_config, logging, report, server};
+use mcp_project_helper::{hosts, logging, report, runner, server};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -20,12 +20,14 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Command::Checks) => report::print_checks(&config),
-        Some(Command::Config(args)) => editor_config::print_snippet(&args, &config),
+        Some(Command::Config(args)) => hosts::print_snippet(&args, &config),
         None => {
             if let Err(error) = logging::init(&config) {
                 eprintln!("mcp-project-helper: {error}");
                 return ExitCode::from(2);
             }
+            // Before any check can run: see runner::init_server_process.
+            runner::init_server_process();
             server::run(config)
         }
     }

@@ -13,13 +13,15 @@ use tokio::sync::{RwLock, watch};
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
 use crate::index::TreeModel;
-use crate::security::PathGate;
+use crate::security::{PathError, PathGate};
 
 #[derive(Debug)]
 pub struct Project {
     pub gate: PathGate,
-    /// The docs folder behind its own gate; `None` when it does not exist.
-    pub docs: Option<PathGate>,
+    /// The docs folder relative to the root, resolved through the gate on
+    /// every get_docs call; or why get_docs is refused (the folder lies
+    /// outside the root).
+    pub docs: Result<String, String>,
     /// The docs folder as configured or defaulted, for messages.
     pub docs_location: PathBuf,
     pub checks: CheckCatalog,
@@ -36,12 +38,7 @@ impl Project {
             .docs_root
             .clone()
             .unwrap_or_else(|| root.join("docs"));
-        let docs = match dunce::canonicalize(&docs_location) {
-            Ok(docs_root) if docs_root.is_dir() => {
-                Some(PathGate::new(docs_root, &config.deny_globs).map_err(|e| e.to_string())?)
-            }
-            _ => None,
-        };
+        let docs = docs_folder(&gate, &docs_location);
         let checks = CheckCatalog::detect(config, &gate);
         let model = TreeModel::open(&gate, &config.index);
         Ok(Self {
@@ -55,6 +52,29 @@ impl Project {
 
     pub fn root(&self) -> &Path {
         self.gate.root()
+    }
+}
+
+/// The docs folder, root-relative: get_docs reads it through the root's
+/// gate, walker and deny rules like any other folder. A folder configured
+/// or linked outside the root is refused (SPEC), and said so in the log.
+fn docs_folder(gate: &PathGate, location: &Path) -> Result<String, String> {
+    let refused = |how: &str| {
+        let reason = format!(
+            "the docs folder {} {how} the project root {}, so get_docs is refused; get_docs only serves Markdown inside the project (point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a folder inside the root)",
+            location.display(),
+            gate.root().display()
+        );
+        tracing::warn!(docs = %location.display(), "{reason}");
+        reason
+    };
+    let Some(relative) = gate.relative_of(location) else {
+        return Err(refused("lies outside"));
+    };
+    match gate.resolve(&relative) {
+        Err(PathError::SymlinkEscape(_)) => Err(refused("resolves (through a symlink) outside")),
+        // Missing, denied or not a folder: decided again on every call.
+        _ => Ok(relative),
     }
 }
 

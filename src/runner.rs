@@ -5,9 +5,12 @@
 //!
 //! A tree is a process group on Unix and a Job object on Windows, so
 //! grandchildren (`sh -c 'sleep 100 & sleep 100'`) die with their parent.
-//! On Linux the server also becomes a child subreaper, so orphaned
-//! grandchildren are reaped here and never linger as zombies under an init
-//! that does not reap.
+//! A process group misses what left it (`setsid`, a double fork), so on
+//! Linux the server process (see [`init_server_process`]) is also a child
+//! subreaper that claims every child: whatever a check detached re-parents
+//! to the server, and when a run ends every child of the server that is not
+//! the program of a run still going is killed and reaped, round after round
+//! until none is left.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -94,8 +97,7 @@ pub async fn run(
     tree::prepare(&mut command);
 
     let started = Instant::now();
-    let mut child = command.spawn()?;
-    let guard = tree::Guard::new(child.as_ref());
+    let (mut child, guard) = tree::spawn(&mut command)?;
 
     let streams = Streams::new(request.output_chars);
     let stdout_task = child
@@ -128,6 +130,8 @@ pub async fn run(
 
     tree::kill_and_reap(&mut child).await;
     guard.disarm();
+    // What the program detached (and the pipes it may hold) goes too.
+    let _ = tokio::task::spawn_blocking(tree::kill_orphans).await;
     for task in [stdout_task, stderr_task].into_iter().flatten() {
         settle(task).await;
     }
@@ -140,11 +144,26 @@ pub async fn run(
     })
 }
 
-/// Kills every process tree that is still running. For server shutdown:
-/// `std::process::exit` does not run destructors. (On Windows the Job
-/// objects are closed with the process, which kills their trees.)
+/// Kills every process tree that is still running, and on Linux every
+/// process a check detached. For server shutdown: `std::process::exit` does
+/// not run destructors. (On Windows the Job objects are closed with the
+/// process, which kills their trees.)
 pub fn kill_running_trees() {
     tree::kill_all();
+}
+
+/// Prepares the server process; the server binary calls this once at
+/// start-up, before it reads anything. On Linux:
+/// - the process is made non-dumpable, so a check running as the same user
+///   cannot open the server's files through `/proc/<ppid>/fd` (its stdout,
+///   which carries the protocol, above all);
+/// - it becomes a child subreaper and claims every child process: orphans
+///   of a check re-parent here and are killed when the check ends. Only a
+///   process that spawns nothing but runs of this runner may claim them.
+///
+/// Elsewhere it does nothing (see docs/security.md for what remains).
+pub fn init_server_process() {
+    tree::init_server_process();
 }
 
 fn exit_code(status: io::Result<ExitStatus>) -> Option<i32> {
@@ -340,45 +359,99 @@ impl OutputTail {
 
 #[cfg(unix)]
 mod tree {
-    //! Unix: the program leads a new process group; killing the group
-    //! kills the tree.
+    //! Unix: the program leads a new process group; killing the group kills
+    //! the tree. On Linux a server process also kills what left the group
+    //! (see `kill_orphans`).
 
     use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Mutex, MutexGuard};
     use std::time::{Duration, Instant};
 
     use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 
-    /// Process groups started and not yet reaped, by guard id.
+    /// Process groups started and not yet reaped, by guard id. The group id
+    /// is also the pid of the run's program, a child of this process.
     static RUNNING: Mutex<Option<HashMap<u64, i32>>> = Mutex::new(None);
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    /// Set by `init_server_process`: every child of this process that is
+    /// not a running program is a leftover of a run.
+    static CLAIMS_ALL_CHILDREN: AtomicBool = AtomicBool::new(false);
+    /// How long a sweep keeps killing leftovers that keep appearing (a
+    /// process that forks as fast as it is killed).
+    const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
-    pub fn prepare(command: &mut CommandWrap) {
-        become_subreaper();
-        command.wrap(ProcessGroup::leader());
-    }
-
-    #[cfg(target_os = "linux")]
-    fn become_subreaper() {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer
-            // argument and touches no memory of ours.
-            let result = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-            if result != 0 {
+    pub fn init_server_process() {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: prctl with PR_SET_DUMPABLE takes one integer argument
+            // and touches no memory of ours.
+            if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
                 tracing::warn!(
                     error = %std::io::Error::last_os_error(),
-                    "cannot become a child subreaper; orphaned check processes are left to init"
+                    "cannot make the server non-dumpable; a check may open the server's files through /proc"
                 );
             }
-        });
+            if become_subreaper() {
+                CLAIMS_ALL_CHILDREN.store(true, Ordering::SeqCst);
+            }
+        }
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn become_subreaper() {}
+    /// Orphaned members of a group re-parent to this process, so killing
+    /// the group reaps them too instead of leaving zombies under an init
+    /// that does not reap. True when this process is a subreaper.
+    #[cfg(target_os = "linux")]
+    fn become_subreaper() -> bool {
+        static RESULT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *RESULT.get_or_init(|| {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer
+            // argument and touches no memory of ours.
+            let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+            if !done {
+                tracing::warn!(
+                    error = %std::io::Error::last_os_error(),
+                    "cannot become a child subreaper; what a check detaches from its process group may outlive it"
+                );
+            }
+            done
+        })
+    }
 
-    fn running() -> std::sync::MutexGuard<'static, Option<HashMap<u64, i32>>> {
+    pub fn prepare(command: &mut CommandWrap) {
+        #[cfg(target_os = "linux")]
+        become_subreaper();
+        command.wrap(ProcessGroup::leader());
+        #[cfg(target_os = "linux")]
+        die_with_the_server(command);
+    }
+
+    /// The program gets SIGKILL if the server dies without cleaning up
+    /// (SIGKILL, a crash): the one part of a tree that can be protected
+    /// then, since only a direct child can ask for a parent-death signal.
+    /// The signal follows the spawning *thread*; runs are spawned from the
+    /// async runtime's worker threads, which live as long as the server.
+    #[cfg(target_os = "linux")]
+    fn die_with_the_server(command: &mut CommandWrap) {
+        // SAFETY: getpid is async-signal-safe.
+        let server = unsafe { libc::getpid() };
+        // SAFETY: the hook runs in the child between fork and exec and only
+        // makes async-signal-safe calls (prctl, getppid).
+        unsafe {
+            command.command_mut().pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The server died before the signal was armed.
+                if libc::getppid() != server {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+
+    fn running() -> MutexGuard<'static, Option<HashMap<u64, i32>>> {
         RUNNING
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -391,9 +464,9 @@ mod tree {
         }
     }
 
-    /// Reaps the killed members of `pgid` that are our children (as
-    /// subreaper, the orphans too), so none is left as a zombie. Bounded:
-    /// SIGKILL cannot be ignored, so they die at once.
+    /// Reaps the killed members of `pgid` that are our children, so none is
+    /// left as a zombie. Bounded: SIGKILL cannot be ignored, so they die at
+    /// once.
     fn reap_group(pgid: i32, deadline: Instant) {
         while Instant::now() < deadline {
             let mut status = 0;
@@ -409,21 +482,25 @@ mod tree {
     }
 
     /// Registers a running group so that shutdown (or dropping the run
-    /// future) kills it.
+    /// future) kills it, and so that sweeps spare its program.
     pub struct Guard {
         id: Option<u64>,
     }
 
-    impl Guard {
-        pub fn new(child: &dyn ChildWrapper) -> Self {
-            let Some(pgid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
-                return Self { id: None };
-            };
-            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-            running().get_or_insert_with(HashMap::new).insert(id, pgid);
-            Self { id: Some(id) }
-        }
+    /// Starts the program and registers its group in one step: a sweep
+    /// running meanwhile must not take the new program for a leftover.
+    pub fn spawn(command: &mut CommandWrap) -> std::io::Result<(Box<dyn ChildWrapper>, Guard)> {
+        let mut running = running();
+        let child = command.spawn()?;
+        let Some(pgid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+            return Ok((child, Guard { id: None }));
+        };
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        running.get_or_insert_with(HashMap::new).insert(id, pgid);
+        Ok((child, Guard { id: Some(id) }))
+    }
 
+    impl Guard {
         /// The tree was killed and reaped: nothing left to do.
         pub fn disarm(mut self) {
             if let Some(id) = self.id.take()
@@ -436,10 +513,13 @@ mod tree {
 
     impl Drop for Guard {
         fn drop(&mut self) {
-            if let Some(id) = self.id.take()
-                && let Some(pgid) = running().as_mut().and_then(|map| map.remove(&id))
-            {
+            let pgid = self
+                .id
+                .take()
+                .and_then(|id| running().as_mut().and_then(|map| map.remove(&id)));
+            if let Some(pgid) = pgid {
                 kill_group(pgid);
+                kill_orphans();
             }
         }
     }
@@ -456,14 +536,109 @@ mod tree {
         for pgid in groups {
             reap_group(pgid, deadline);
         }
+        kill_orphans();
     }
 
-    /// Kills what is left of the group and reaps it: the program and, as
-    /// subreaper, the orphans it left behind.
+    /// Kills what is left of the group and reaps it.
     pub async fn kill_and_reap(child: &mut Box<dyn ChildWrapper>) {
         // The group may already be empty (ESRCH): nothing to kill then.
         let _ = child.start_kill();
         let _ = tokio::time::timeout(super::SETTLE, child.wait()).await;
+    }
+
+    /// In a server process (Linux, subreaper): kills and reaps every child
+    /// that is not the program of a running tree, round after round, since
+    /// each killed process hands its own children to us. Orphans cannot be
+    /// told apart once re-parented; the server runs one check at a time, so
+    /// they all belong to the run that just ended (were runs to overlap, an
+    /// orphan would die when any run ends, never later than its own).
+    /// Elsewhere it does nothing.
+    pub fn kill_orphans() {
+        if !CLAIMS_ALL_CHILDREN.load(Ordering::SeqCst) {
+            return;
+        }
+        let deadline = Instant::now() + SWEEP_LIMIT;
+        loop {
+            let killed = {
+                // Held for the round, so no program starts unregistered.
+                let running = running();
+                let spared: Vec<i32> = running
+                    .as_ref()
+                    .map(|map| map.values().copied().collect())
+                    .unwrap_or_default();
+                let leftovers: Vec<i32> = children::of(std::process::id())
+                    .into_iter()
+                    .filter(|pid| !spared.contains(pid))
+                    .collect();
+                for &pid in &leftovers {
+                    // SAFETY: kill only sends a signal. The pid is our
+                    // child and unreaped, so it cannot have been reused.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                }
+                leftovers
+            };
+            if killed.is_empty() {
+                return;
+            }
+            for pid in killed {
+                reap(pid, deadline);
+            }
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    "processes left by a check kept appearing for {}s; giving up on the rest",
+                    SWEEP_LIMIT.as_secs()
+                );
+                return;
+            }
+        }
+    }
+
+    /// Waits for the killed child `pid` to be gone, until `deadline`.
+    fn reap(pid: i32, deadline: Instant) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes only to `status`, a local.
+            let result = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            let interrupted =
+                result == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR);
+            if (result != 0 && !interrupted) || Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The child processes of a process, read from `/proc`.
+    pub(super) mod children {
+        /// Pids whose parent is `parent` (empty where `/proc` is missing).
+        pub fn of(parent: u32) -> Vec<i32> {
+            let Ok(entries) = std::fs::read_dir("/proc") else {
+                return Vec::new();
+            };
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| {
+                    std::fs::read(format!("/proc/{pid}/stat"))
+                        .ok()
+                        .and_then(|stat| parent_of(&stat))
+                        == Some(parent)
+                })
+                .collect()
+        }
+
+        /// The parent pid in a `/proc/<pid>/stat` line: the field after the
+        /// state, which follows the command name in parentheses (a name may
+        /// itself hold `)` and spaces, so the last `)` ends it).
+        pub fn parent_of(stat: &[u8]) -> Option<u32> {
+            let after_name = stat.iter().rposition(|&byte| byte == b')')? + 1;
+            let rest = std::str::from_utf8(stat.get(after_name..)?).ok()?;
+            let mut fields = rest.split_ascii_whitespace();
+            let _state = fields.next()?;
+            fields.next()?.parse().ok()
+        }
     }
 }
 
@@ -475,6 +650,8 @@ mod tree {
 
     use process_wrap::tokio::{ChildWrapper, CommandWrap, JobObject, KillOnDrop};
 
+    pub fn init_server_process() {}
+
     pub fn prepare(command: &mut CommandWrap) {
         command.wrap(JobObject);
         command.wrap(KillOnDrop);
@@ -482,15 +659,19 @@ mod tree {
 
     pub struct Guard;
 
-    impl Guard {
-        pub fn new(_child: &dyn ChildWrapper) -> Self {
-            Self
-        }
+    pub fn spawn(command: &mut CommandWrap) -> std::io::Result<(Box<dyn ChildWrapper>, Guard)> {
+        Ok((command.spawn()?, Guard))
+    }
 
+    impl Guard {
         pub fn disarm(self) {}
     }
 
     pub fn kill_all() {}
+
+    /// The Job object holds every descendant (none may break away), so
+    /// nothing is left outside it.
+    pub fn kill_orphans() {}
 
     pub async fn kill_and_reap(child: &mut Box<dyn ChildWrapper>) {
         let _ = child.start_kill();
@@ -670,6 +851,23 @@ mod tests {
                 is_gone(grandchild),
                 "background process {grandchild} survived"
             );
+        }
+
+        #[test]
+        fn parent_pid_is_read_past_any_command_name() {
+            use super::super::tree::children::parent_of;
+            assert_eq!(parent_of(b"42 (sleep) S 7 42 42 0 -1"), Some(7));
+            assert_eq!(parent_of(b"42 (a) b) (c d) Z 1234 1 1"), Some(1234));
+            assert_eq!(parent_of(b"42 (x"), None);
+            assert_eq!(parent_of(b""), None);
+        }
+
+        #[cfg(target_os = "linux")]
+        #[test]
+        fn this_process_is_listed_as_its_parents_child() {
+            let parent = std::os::unix::process::parent_id();
+            let me = i32::try_from(std::process::id()).expect("pid fits");
+            assert!(super::super::tree::children::of(parent).contains(&me));
         }
 
         #[tokio::test]

@@ -10,7 +10,17 @@ use std::io;
 use std::sync::Arc;
 
 use futures::{Sink, Stream};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CancelTaskMethod, ClientJsonRpcMessage, ClientRequest,
+    CompleteRequestMethod, ConstString, DiscoverRequestMethod, GetPromptRequestMethod,
+    GetSkillRequestMethod, GetTaskMethod, InitializeRequest, InitializeResultMethod,
+    JsonRpcMessage, ListPromptsRequestMethod, ListResourceTemplatesRequestMethod,
+    ListResourcesRequestMethod, ListSkillsRequestMethod, ListToolsRequest, ListToolsRequestMethod,
+    PingRequestMethod, ReadResourceDirectoryRequestMethod, ReadResourceRequestMethod,
+    ServerJsonRpcMessage, SetLevelRequestMethod, SubscribeRequestMethod,
+    SubscriptionsListenRequestMethod, UnsubscribeRequestMethod, UpdateTaskMethod,
+};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
@@ -170,6 +180,10 @@ enum Decoded {
     Skip,
 }
 
+/// Turns one line into a message for rmcp, or into the error reply the
+/// client gets instead. Every line that carries an id gets exactly one
+/// answer: either rmcp's (the message passed on) or this reply, with that id
+/// whenever the id itself could be read.
 fn decode(raw: &[u8]) -> Decoded {
     let text = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
     let text = text.strip_suffix(b"\n").unwrap_or(text);
@@ -177,47 +191,180 @@ fn decode(raw: &[u8]) -> Decoded {
     if text.iter().all(u8::is_ascii_whitespace) {
         return Decoded::Skip;
     }
-    let value: Value = match serde_json::from_slice(text) {
-        Ok(value) => value,
-        Err(error) => {
+    match serde_json::from_slice::<Value>(text) {
+        Ok(value) => decode_value(value),
+        Err(error) => decode_unrepresentable(text, &error),
+    }
+}
+
+/// Valid JSON that serde_json cannot hold as a value (a number beyond a
+/// 64-bit float such as `1e400`, nesting deeper than 128) still names its
+/// id and method: read just those, skipping the rest without building it,
+/// so the request is answered with its own id. Anything else is not JSON.
+fn decode_unrepresentable(text: &[u8], error: &serde_json::Error) -> Decoded {
+    let is_object = text
+        .iter()
+        .find(|byte| !byte.is_ascii_whitespace())
+        .is_some_and(|&byte| byte == b'{');
+    let envelope = is_object
+        .then(|| serde_json::from_slice::<Envelope>(text).ok())
+        .flatten();
+    let problem = format!(
+        "{error}; numbers must fit a 64-bit float and nesting may be at most 128 levels deep"
+    );
+    let Some(envelope) = envelope else {
+        // Valid JSON whose id itself cannot be held (`"id": 1e400`).
+        if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
             return Decoded::Reply(error_reply(
                 Value::Null,
-                PARSE_ERROR,
-                &format!("Parse error: {error}; each line must be one JSON-RPC message"),
+                INVALID_REQUEST,
+                &format!("Invalid Request: {problem}"),
             ));
         }
-    };
-    if value.is_array() {
         return Decoded::Reply(error_reply(
             Value::Null,
-            INVALID_REQUEST,
-            "Invalid Request: JSON-RPC batches are not supported by MCP; send one message per line",
+            PARSE_ERROR,
+            &format!("Parse error: {error}; each line must be one JSON-RPC message"),
         ));
+    };
+    match (envelope.id, envelope.method) {
+        (None, Some(_)) => Decoded::Skip, // a notification gets no answer, ever
+        (Some(id), Some(method)) => Decoded::Reply(error_reply(
+            usable_id(id),
+            INVALID_PARAMS,
+            &format!("Invalid params for {}: {problem}", shown_method(&method)),
+        )),
+        (id, None) => Decoded::Reply(error_reply(
+            id.map_or(Value::Null, usable_id),
+            INVALID_REQUEST,
+            &format!("Invalid Request: {problem}"),
+        )),
     }
-    let id = value.get("id").cloned();
-    let method = value
+}
+
+/// The two members every answer depends on; the others are skipped
+/// unparsed (serde_json skips without depth limit or number conversion).
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<Value>,
+    method: Option<String>,
+}
+
+fn decode_value(value: Value) -> Decoded {
+    let Value::Object(object) = &value else {
+        let message = if value.is_array() {
+            "Invalid Request: JSON-RPC batches are not supported by MCP; send one message per line"
+        } else {
+            "Invalid Request: a JSON-RPC message must be a JSON object with \"jsonrpc\": \"2.0\""
+        };
+        return Decoded::Reply(error_reply(Value::Null, INVALID_REQUEST, message));
+    };
+    let id = object.get("id").cloned();
+    let method = object
         .get("method")
         .and_then(Value::as_str)
         .map(str::to_string);
-    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return match (id, method) {
+            (None, Some(_)) => Decoded::Skip,
+            (id, _) => Decoded::Reply(error_reply(
+                id.map_or(Value::Null, usable_id),
+                INVALID_REQUEST,
+                "Invalid Request: \"jsonrpc\" must be \"2.0\"",
+            )),
+        };
+    }
+    // Deserialized from a borrow: the value is needed again only to explain
+    // an error.
+    match ClientJsonRpcMessage::deserialize(&value) {
+        // rmcp takes any request it cannot type for a custom one and answers
+        // -32601 (method not found); a method it knows came with bad params.
+        Ok(JsonRpcMessage::Request(request))
+            if matches!(request.request, ClientRequest::CustomRequest(_))
+                && method.as_deref().is_some_and(is_known_method) =>
+        {
+            let method = method.unwrap_or_default();
+            let detail = params_error(&method, &value)
+                .unwrap_or_else(|| "params do not match its schema".into());
+            Decoded::Reply(error_reply(
+                usable_id(request.id.into_json_value()),
+                INVALID_PARAMS,
+                &format!("Invalid params for {}: {detail}", shown_method(&method)),
+            ))
+        }
         Ok(message) => Decoded::Message(Box::new(message)),
         Err(error) => match (id, method) {
-            // A notification gets no answer, ever.
-            (None, _) => {
+            (None, Some(_)) => {
                 tracing::debug!(error = %error, "ignoring a malformed notification");
                 Decoded::Skip
             }
             (Some(id), Some(method)) => Decoded::Reply(error_reply(
                 usable_id(id),
                 INVALID_PARAMS,
-                &format!("Invalid params for {method}: {error}"),
+                &format!("Invalid params for {}: {error}", shown_method(&method)),
             )),
-            (Some(id), None) => Decoded::Reply(error_reply(
-                usable_id(id),
+            (id, None) => Decoded::Reply(error_reply(
+                id.map_or(Value::Null, usable_id),
                 INVALID_REQUEST,
-                &format!("Invalid Request: {error}"),
+                &format!(
+                    "Invalid Request: {error}; a request needs \"method\", a response \"result\" or \"error\""
+                ),
             )),
         },
+    }
+}
+
+/// The client request methods rmcp types (everything else is a custom
+/// request, which it answers with "method not found").
+const KNOWN_METHODS: [&str; 21] = [
+    PingRequestMethod::VALUE,
+    InitializeResultMethod::VALUE,
+    DiscoverRequestMethod::VALUE,
+    CompleteRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    GetPromptRequestMethod::VALUE,
+    ListPromptsRequestMethod::VALUE,
+    ListResourcesRequestMethod::VALUE,
+    ListResourceTemplatesRequestMethod::VALUE,
+    ReadResourceRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+    CallToolRequestMethod::VALUE,
+    ListToolsRequestMethod::VALUE,
+    GetTaskMethod::VALUE,
+    UpdateTaskMethod::VALUE,
+    CancelTaskMethod::VALUE,
+    ListSkillsRequestMethod::VALUE,
+    GetSkillRequestMethod::VALUE,
+    ReadResourceDirectoryRequestMethod::VALUE,
+];
+
+fn is_known_method(method: &str) -> bool {
+    KNOWN_METHODS.contains(&method)
+}
+
+/// serde's own words on why a request of a known method does not fit its
+/// typed form, for the error message; `None` for methods without typed
+/// params here (the message then stays generic).
+fn params_error(method: &str, message: &Value) -> Option<String> {
+    fn error_of<T: serde::de::DeserializeOwned>(message: &Value) -> Option<String> {
+        T::deserialize(message).err().map(|error| error.to_string())
+    }
+    match method {
+        CallToolRequestMethod::VALUE => error_of::<CallToolRequest>(message),
+        InitializeResultMethod::VALUE => error_of::<InitializeRequest>(message),
+        ListToolsRequestMethod::VALUE => error_of::<ListToolsRequest>(message),
+        _ => None,
+    }
+}
+
+/// A client-chosen method name, cut for an error message.
+fn shown_method(method: &str) -> String {
+    const MAX_CHARS: usize = 100;
+    match method.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{}…", &method[..end]),
+        None => method.to_string(),
     }
 }
 
@@ -270,6 +417,158 @@ mod tests {
         assert!(matches!(decode(b"  \r\n"), Decoded::Skip));
         let note = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#;
         assert!(matches!(decode(note.as_bytes()), Decoded::Skip));
+    }
+
+    #[test]
+    fn bare_values_are_invalid_requests_with_null_id() {
+        for line in ["null", "42", "\"hi\"", "true", "{}", "[]"] {
+            let answer = reply(line);
+            assert_eq!(answer["id"], Value::Null, "{line}");
+            assert_eq!(answer["error"]["code"], INVALID_REQUEST, "{line}");
+        }
+    }
+
+    #[test]
+    fn unrepresentable_numbers_and_deep_nesting_keep_the_id() {
+        let big = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","arguments":{"n":1e400}}}"#;
+        assert_eq!(reply(big)["id"], 5);
+        assert_eq!(reply(big)["error"]["code"], INVALID_PARAMS);
+        let deep = format!(
+            r#"{{"params":{{"a":{}{}}},"method":"ping","id":"deep","jsonrpc":"2.0"}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        assert_eq!(reply(&deep)["id"], "deep");
+        let no_method = r#"{"jsonrpc":"2.0","id":6,"x":-1e999}"#;
+        assert_eq!(reply(no_method)["id"], 6);
+        assert_eq!(reply(no_method)["error"]["code"], INVALID_REQUEST);
+        // The id itself cannot be held: answered, with a null id.
+        let answer = reply(r#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#);
+        assert_eq!(answer["id"], Value::Null);
+        assert_eq!(answer["error"]["code"], INVALID_REQUEST);
+        // A notification never gets an answer.
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1e400}}"#;
+        assert!(matches!(decode(note.as_bytes()), Decoded::Skip));
+    }
+
+    #[test]
+    fn known_methods_with_bad_params_are_invalid_params() {
+        for params in [
+            "null",
+            "\"x\"",
+            "5",
+            r#"{"name":"t","arguments":"x"}"#,
+            r#"{"name":"t","arguments":7}"#,
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{params}}}"#);
+            let answer = reply(&line);
+            assert_eq!(answer["id"], 3, "{line}");
+            assert_eq!(answer["error"]["code"], INVALID_PARAMS, "{line}: {answer}");
+        }
+        let missing = reply(r#"{"jsonrpc":"2.0","id":"m","method":"tools/call"}"#);
+        assert_eq!(missing["error"]["code"], INVALID_PARAMS);
+        // An unknown method stays rmcp's to answer (method not found).
+        let unknown = r#"{"jsonrpc":"2.0","id":4,"method":"no/such","params":null}"#;
+        assert!(matches!(decode(unknown.as_bytes()), Decoded::Message(_)));
+        let wrong_version = reply(r#"{"jsonrpc":"1.0","id":8,"method":"ping"}"#);
+        assert_eq!(wrong_version["id"], 8);
+        assert_eq!(wrong_version["error"]["code"], INVALID_REQUEST);
+    }
+
+    mod fuzz {
+        //! The decoder under generated input: it never panics, and every
+        //! line that carries a readable id is either passed on as that very
+        //! request or answered here with that id, exactly once.
+
+        use super::*;
+        use proptest::prelude::*;
+
+        /// JSON text, with numbers serde_json cannot hold mixed in.
+        fn json_text() -> impl Strategy<Value = String> {
+            let leaf = prop_oneof![
+                Just("null".to_string()),
+                Just("true".to_string()),
+                Just("1e400".to_string()),
+                Just("-1e999".to_string()),
+                Just("123456789012345678901234567890".to_string()),
+                any::<i64>().prop_map(|n| n.to_string()),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(|f| f.to_string()),
+                ".{0,12}".prop_map(|s| Value::String(s).to_string()),
+            ];
+            leaf.prop_recursive(6, 48, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6)
+                        .prop_map(|items| format!("[{}]", items.join(","))),
+                    prop::collection::vec(("[a-z_]{1,8}", inner), 0..6).prop_map(|pairs| {
+                        let members: Vec<String> = pairs
+                            .into_iter()
+                            .map(|(key, value)| format!("{}:{value}", Value::String(key)))
+                            .collect();
+                        format!("{{{}}}", members.join(","))
+                    }),
+                ]
+            })
+        }
+
+        fn method() -> impl Strategy<Value = String> {
+            prop_oneof![
+                prop::sample::select(KNOWN_METHODS.to_vec()).prop_map(str::to_string),
+                ".{0,12}",
+            ]
+        }
+
+        fn id() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                any::<i64>().prop_map(Value::from),
+                "[a-z0-9-]{0,12}".prop_map(Value::from),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            #[test]
+            fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+                let _ = decode(&bytes);
+            }
+
+            #[test]
+            fn arbitrary_json_never_panics(text in json_text()) {
+                let _ = decode(text.as_bytes());
+            }
+
+            #[test]
+            fn every_request_with_an_id_is_passed_on_or_answered_with_it(
+                id in id(),
+                method in method(),
+                params in prop::option::of(json_text()),
+                extra in prop::option::of(json_text()),
+                id_last in any::<bool>(),
+            ) {
+                let mut members = vec![
+                    r#""jsonrpc":"2.0""#.to_string(),
+                    format!(r#""method":{}"#, Value::String(method)),
+                ];
+                members.extend(params.map(|p| format!(r#""params":{p}"#)));
+                members.extend(extra.map(|e| format!(r#""extra":{e}"#)));
+                let id_member = format!(r#""id":{id}"#);
+                if id_last { members.push(id_member) } else { members.insert(0, id_member) }
+                let line = format!("{{{}}}", members.join(","));
+                match decode(line.as_bytes()) {
+                    Decoded::Message(message) => match *message {
+                        JsonRpcMessage::Request(request) => {
+                            prop_assert_eq!(request.id.into_json_value(), id, "{}", line);
+                        }
+                        other => prop_assert!(false, "{line} became {other:?}"),
+                    },
+                    Decoded::Reply(answer) => prop_assert_eq!(&answer["id"], &id, "{}", line),
+                    Decoded::Skip => prop_assert!(false, "{line} was not answered"),
+                }
+            }
+        }
     }
 
     #[tokio::test]

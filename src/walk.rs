@@ -7,7 +7,16 @@
 //! but never above the root), and the deny-list. Symlinks are reported but
 //! never followed, so a walk cannot leave the root. Unreadable or vanishing
 //! entries are skipped.
+//!
+//! The walker reads folders by name, so a folder swapped for a symlink to
+//! an outside folder after it was listed would be read through the link.
+//! Every folder is therefore confirmed through the gate's root handle before
+//! it is descended, and every entry before it is reported (or, for files the
+//! search opens, when it is opened): the entry found there without following
+//! any symlink must be the one the walker listed (same inode). Names read
+//! through a swapped folder fail that test and are dropped.
 
+use std::fs::{File, Metadata};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -16,7 +25,7 @@ use std::sync::mpsc;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
-use crate::security::{PathGate, ResolvedPath};
+use crate::security::{EntryStat, LastFolder, PathGate, ResolvedPath};
 
 /// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
@@ -43,6 +52,28 @@ pub struct Entry {
     /// Size in bytes, for regular files; `None` from [`walk_sorted`], whose
     /// caller opens each file and asks the open file instead.
     pub size: Option<u64>,
+    /// The inode the walker listed, where the platform has one; the file
+    /// opened by [`Entry::open`] must be this one.
+    pub ino: Option<u64>,
+}
+
+impl Entry {
+    /// Opens this file through the gate's root handle, with its metadata,
+    /// refusing it when what is there now is not the file the walk listed.
+    pub fn open(&self, gate: &PathGate) -> io::Result<(File, Metadata)> {
+        let (file, metadata) = gate.open_file_with_metadata(&self.path)?;
+        #[cfg(unix)]
+        if let Some(listed) = self.ino {
+            use std::os::unix::fs::MetadataExt;
+            if metadata.ino() != listed {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the file changed since it was listed",
+                ));
+            }
+        }
+        Ok((file, metadata))
+    }
 }
 
 /// Walks `start` (a folder the gate resolved) down to `max_depth` levels and
@@ -61,8 +92,12 @@ pub fn walk(
         .run(|| {
             let sender = sender.clone();
             let gate = gate.clone();
+            let mut last = LastFolder::default();
             Box::new(move |result| {
-                if let Some(entry) = result.ok().and_then(|e| to_entry(&e, &gate, true)) {
+                if let Some(entry) = result
+                    .ok()
+                    .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
+                {
                     // The receiver outlives the walk; a send cannot fail.
                     let _ = sender.send(entry);
                 }
@@ -99,7 +134,7 @@ pub fn walk_sorted(
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, false))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, None))
             && visit(entry).is_break()
         {
             break;
@@ -160,7 +195,34 @@ fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitig
     // Folders are pruned here, so nothing below a denied one is read;
     // other entries are checked in `to_entry`, which needs their relative
     // path anyway.
-    !is_dir || relative_to(root, entry.path()).is_some_and(|relative| !gate.is_denied(&relative))
+    !is_dir
+        || relative_to(root, entry.path())
+            .is_some_and(|relative| !gate.is_denied(&relative) && confirmed(gate, entry))
+}
+
+/// The entry, looked at through the root handle without following
+/// symlinks, is the one the walker listed (see the module notes).
+fn confirmed_stat(
+    gate: &PathGate,
+    entry: &DirEntry,
+    last: Option<&mut LastFolder>,
+) -> Option<EntryStat> {
+    let stat = match last {
+        Some(last) => gate.entry_stat_in(entry.path(), last),
+        None => gate.entry_stat(entry.path()),
+    }
+    .ok()?;
+    #[cfg(unix)]
+    if entry.ino() != Some(stat.ino) {
+        return None;
+    }
+    #[cfg(not(unix))]
+    let _ = entry;
+    Some(stat)
+}
+
+fn confirmed(gate: &PathGate, entry: &DirEntry) -> bool {
+    confirmed_stat(gate, entry, None).is_some()
 }
 
 pub fn is_skipped_dir(name: &str) -> bool {
@@ -202,8 +264,12 @@ fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
 }
 
 /// The entry as the tools see it; `None` for the starting folder, vanished
-/// entries and deny-listed files (denied folders never get this far).
-fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry> {
+/// or swapped entries and deny-listed files (denied folders never get this
+/// far). With `confirm` (which also gives files their size), files,
+/// symlinks and others are confirmed here (folders were when they were
+/// filtered); without, the caller opens each file through [`Entry::open`],
+/// which confirms it.
+fn to_entry(entry: &DirEntry, gate: &PathGate, confirm: Option<&mut LastFolder>) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
@@ -212,17 +278,22 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry>
     if !file_type.is_dir() && gate.is_denied(&relative) {
         return None;
     }
-    let (kind, size) = if file_type.is_symlink() {
-        (EntryKind::Symlink, None)
+    let kind = if file_type.is_symlink() {
+        EntryKind::Symlink
     } else if file_type.is_dir() {
-        (EntryKind::Dir, None)
-    } else if file_type.is_file() && with_size {
-        // A file that vanished since it was listed is skipped.
-        (EntryKind::File, Some(entry.metadata().ok()?.len()))
+        EntryKind::Dir
     } else if file_type.is_file() {
-        (EntryKind::File, None)
+        EntryKind::File
     } else {
-        (EntryKind::Other, None)
+        EntryKind::Other
+    };
+    // A file that vanished or was swapped since it was listed is skipped.
+    let size = match confirm {
+        Some(last) if kind != EntryKind::Dir => {
+            let stat = confirmed_stat(gate, entry, Some(last))?;
+            (kind == EntryKind::File).then_some(stat.size)
+        }
+        _ => None,
     };
     Some(Entry {
         relative,
@@ -230,6 +301,10 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, with_size: bool) -> Option<Entry>
         kind,
         depth: entry.depth(),
         size,
+        #[cfg(unix)]
+        ino: entry.ino(),
+        #[cfg(not(unix))]
+        ino: None,
     })
 }
 

@@ -14,7 +14,6 @@ use super::{Check, PRIMARY_CHECK};
 use crate::security::{PathGate, ResolvedPath};
 // The opener moves beside the gate (issue 10, helper "gate"); only this
 // import changes then.
-use crate::tools::read::open_regular_file;
 use crate::walk::{self, EntryKind};
 
 /// Project files larger than this are not read for detection.
@@ -164,7 +163,7 @@ fn project_file(gate: &PathGate, name: &str) -> Option<ResolvedPath> {
 /// The start of a project file.
 fn read_small(gate: &PathGate, name: &str) -> Option<String> {
     let file = project_file(gate, name)?;
-    let opened = open_regular_file(&file.real, &file.relative).ok()?;
+    let opened = gate.open_file(&file.real).ok()?;
     let mut bytes = Vec::new();
     opened
         .take(DETECTION_READ_LIMIT)

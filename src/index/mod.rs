@@ -385,6 +385,7 @@ fn entry(root: &Path, relative: &str, node: &tree::Node, depth_of_start: usize) 
         kind: node.kind,
         depth: depth(relative) - depth_of_start,
         size: node.size(),
+        ino: node.stamp.and_then(|stamp| stamp.inode()),
     }
 }
 
@@ -433,7 +434,7 @@ fn build(shared: &Shared) -> Option<Live> {
     // Started first, so that nothing changed during the build is missed.
     let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
     let start = shared.gate.resolve(".").ok()?;
-    let mut tree = Tree::new(root);
+    let mut tree = Tree::new(&shared.gate);
     let mut indexer = Indexer::for_build();
     let mut shards: Vec<Shard> = Vec::new();
     let mut builder = ShardBuilder::new(0);

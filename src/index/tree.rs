@@ -47,6 +47,7 @@ pub struct Stamp {
     modified: i128,
     changed: i128,
     inode: u64,
+    device: u64,
     mode: u32,
 }
 
@@ -59,7 +60,8 @@ impl Stamp {
             len: metadata.len(),
             modified: nanos(metadata.mtime(), metadata.mtime_nsec()),
             changed: nanos(metadata.ctime(), metadata.ctime_nsec()),
-            inode: metadata.ino() ^ metadata.dev().rotate_left(32),
+            inode: metadata.ino(),
+            device: metadata.dev(),
             mode: metadata.mode(),
         }
     }
@@ -76,8 +78,15 @@ impl Stamp {
             modified: nanos(metadata.modified()),
             changed: nanos(metadata.created()),
             inode: 0,
+            device: 0,
             mode: u32::from(metadata.permissions().readonly()),
         }
+    }
+
+    /// The inode, where the platform has one: the searcher opens a file
+    /// only while it is still this one.
+    pub fn inode(&self) -> Option<u64> {
+        cfg!(unix).then_some(self.inode)
     }
 
     /// Whether a write right after `seen_at` could leave this stamp
@@ -160,12 +169,14 @@ impl Indexer {
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
     /// trusted, and its trigrams when the file is indexable.
-    pub fn read(&mut self, path: &Path) -> (Option<Stamp>, bool, Option<Vec<u32>>) {
+    pub fn read(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+    ) -> (Option<Stamp>, bool, Option<Vec<u32>>) {
         let seen_at = SystemTime::now();
-        let Ok(mut file) = open_without_following(path) else {
-            return (None, false, None);
-        };
-        let Ok(metadata) = file.metadata() else {
+        // Through the gate's root handle, as the searcher opens files.
+        let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
             return (None, false, None);
         };
         let stamp = Stamp::of(&metadata);
@@ -280,6 +291,7 @@ fn read_ignores(dir: &Path) -> Box<[IgnoreFile; 2]> {
 /// Where the index's knowledge of changed files goes; the owner of the
 /// base shards decides what a node's content is.
 pub struct Tree {
+    gate: PathGate,
     root: PathBuf,
     pub nodes: BTreeMap<PathKey, Node>,
     root_stamp: Option<Stamp>,
@@ -290,10 +302,12 @@ pub struct Tree {
 }
 
 impl Tree {
-    pub fn new(root: &Path) -> Self {
+    pub fn new(gate: &PathGate) -> Self {
+        let root = gate.root();
         let (root_stamp, root_ignores, root_settled) = dir_state(root);
         let negations = has_negation(&root_ignores);
         Self {
+            gate: gate.clone(),
             root: root.to_path_buf(),
             nodes: BTreeMap::new(),
             root_stamp,
@@ -343,7 +357,7 @@ impl Tree {
         }
         match kind {
             EntryKind::File => {
-                let (stamp, settled, trigrams) = indexer.read(&path);
+                let (stamp, settled, trigrams) = indexer.read(&self.gate, &path);
                 node.stamp = stamp;
                 node.settled = settled;
                 node.content = trigrams.map_or(Content::Always, Content::Fresh);

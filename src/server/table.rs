@@ -168,7 +168,7 @@ pub fn search_description() -> String {
 
 pub fn read_description() -> String {
     format!(
-        "Read one UTF-8 text file of the project, optionally only lines start_line..end_line (1-based, inclusive). Returns content, size, total_lines and truncated (content is capped at {}: read on with a later start_line). Refuses folders, binary files, special files and secrets (.env, *.pem, *.key, id_rsa*, .git/).",
+        "Read one UTF-8 text file of the project, optionally only lines start_line..end_line (1-based, inclusive). Returns content, size, total_lines and truncated (content is capped at {}: read on with a later start_line). Refuses folders, binary files, special files and secrets such as .env, .envrc, *.pem, *.key, *.p12, id_rsa*, .netrc, .npmrc and .git/.",
         size_text(read::MAX_CONTENT_BYTES as u64)
     )
 }

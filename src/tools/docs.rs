@@ -11,10 +11,9 @@ use std::io::Read;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::read::{SNIFF_BYTES, looks_binary, open_regular_file};
 use super::{Status, ToolError, cut_chars};
 use crate::project::Project;
-use crate::security::PathGate;
+use crate::security::{PathError, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
 use crate::walk::{self, EntryKind, path_order};
 
 pub const DEFAULT_MAX_RESULTS: usize = 10;
@@ -50,7 +49,7 @@ pub struct DocResult {
     pub snippet: String,
     /// 1-based line of the heading in the file.
     pub line: u64,
-    /// Path relative to the project root, for read_project_file (absent when the docs folder lies outside the project).
+    /// Path relative to the project root, for read_project_file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
 }
@@ -82,33 +81,20 @@ impl DocsOutput {
 }
 
 pub fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, ToolError> {
-    let Some(docs) = &project.docs else {
-        return Err(ToolError::invalid(format!(
-            "this project has no docs folder ({} does not exist); the operator can point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a Markdown folder",
-            project.docs_location.display()
-        )));
-    };
+    let docs = docs_folder(project)?;
     let query = input
         .query
         .as_deref()
         .map(str::trim)
         .filter(|q| !q.is_empty());
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let documents = load_documents(docs);
+    let documents = load_documents(&project.gate, &docs);
     let mut results: Vec<DocResult> = match query {
         Some(query) => ranked_sections(&documents, query),
         None => documents.iter().map(Document::summary).collect(),
     };
     let truncated = results.len() > max_results;
     results.truncate(max_results);
-    for result in &mut results {
-        result.path = docs
-            .root()
-            .join(&result.file)
-            .strip_prefix(project.root())
-            .ok()
-            .map(|p| p.to_string_lossy().replace('\\', "/"));
-    }
     Ok(DocsOutput {
         status: Status::Success,
         query: input.query.clone(),
@@ -118,8 +104,32 @@ pub fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, Tool
     })
 }
 
+/// The docs folder as the gate sees it now: a folder that was swapped for a
+/// symlink out of the root since start-up is refused like any such path.
+fn docs_folder(project: &Project) -> Result<ResolvedPath, ToolError> {
+    let relative = project.docs.as_deref().map_err(ToolError::invalid)?;
+    let missing = || {
+        ToolError::invalid(format!(
+            "this project has no docs folder ({} does not exist); the operator can point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a Markdown folder inside the project",
+            project.docs_location.display()
+        ))
+    };
+    match project.gate.resolve(relative) {
+        Ok(folder) if folder.real.is_dir() => Ok(folder),
+        Ok(_) | Err(PathError::NotFound(_)) => Err(missing()),
+        Err(PathError::SymlinkEscape(_)) => Err(ToolError::invalid(format!(
+            "the docs folder {} resolves outside the project root (through a symlink), so get_docs is refused; only Markdown inside the project is served",
+            project.docs_location.display()
+        ))),
+        Err(error) => Err(error.into()),
+    }
+}
+
 struct Document {
+    /// Relative to the docs folder.
     file: String,
+    /// Relative to the project root.
+    path: String,
     sections: Vec<Section>,
 }
 
@@ -150,17 +160,19 @@ impl Document {
             heading: title,
             snippet: cut_chars(&text, MAX_SNIPPET_CHARS).0.to_string(),
             line: self.sections.first().map_or(1, |s| s.line),
-            path: None,
+            path: Some(self.path.clone()),
         }
     }
 }
 
-/// Every readable Markdown file under the docs gate, in path order.
-fn load_documents(docs: &PathGate) -> Vec<Document> {
-    let Ok(start) = docs.resolve(".") else {
+/// Every readable Markdown file under the docs folder, in path order, found
+/// by the one walker and opened by the one opener: the root's ignore files,
+/// skip list and deny rules (root-relative globs included) apply.
+fn load_documents(gate: &PathGate, docs: &ResolvedPath) -> Vec<Document> {
+    let Some(docs_relative) = gate.relative_of(&docs.real) else {
         return Vec::new();
     };
-    walk::walk(docs, &start, None)
+    walk::walk(gate, docs, None)
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.kind == EntryKind::File && e.size.is_some_and(|s| s <= MAX_DOC_BYTES))
@@ -171,7 +183,7 @@ fn load_documents(docs: &PathGate) -> Vec<Document> {
         })
         .filter_map(|entry| {
             let mut bytes = Vec::new();
-            let file = open_regular_file(&entry.path, &entry.relative).ok()?;
+            let (file, _) = entry.open(gate).ok()?;
             file.take(MAX_DOC_BYTES).read_to_end(&mut bytes).ok()?;
             if looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
                 return None;
@@ -179,10 +191,24 @@ fn load_documents(docs: &PathGate) -> Vec<Document> {
             let text = String::from_utf8_lossy(&bytes);
             Some(Document {
                 sections: split_sections(&text),
-                file: entry.relative,
+                file: docs_relative_path(&docs_relative, &entry.relative),
+                path: entry.relative,
             })
         })
         .collect()
+}
+
+/// `relative` (root-relative, below the docs folder) as a path relative to
+/// the docs folder.
+fn docs_relative_path(docs: &str, relative: &str) -> String {
+    if docs == "." {
+        return relative.to_string();
+    }
+    relative
+        .strip_prefix(docs)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(relative)
+        .to_string()
 }
 
 /// Splits at ATX headings (`#` to `######`), ignoring `#` lines inside
@@ -264,7 +290,7 @@ fn ranked_sections(documents: &[Document], query: &str) -> Vec<DocResult> {
                     },
                     snippet: snippet(&section.body, &body, first_hit),
                     line: section.line,
-                    path: None,
+                    path: Some(document.path.clone()),
                 },
             ));
         }

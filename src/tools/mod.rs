@@ -48,7 +48,7 @@ impl ToolError {
 
     pub fn io(path: &str, error: &std::io::Error) -> Self {
         Self::Io {
-            path: path.to_string(),
+            path: crate::security::shown_path(path),
             message: error.to_string(),
         }
     }

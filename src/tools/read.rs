@@ -1,18 +1,15 @@
 //! `read_project_file`: one UTF-8 text file, optionally a line range.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Status, ToolError};
-use crate::security::PathGate;
+use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
 
 /// Content is capped at 200 KiB.
 pub const MAX_CONTENT_BYTES: usize = 200 * 1024;
-/// Bytes inspected to tell text from binary.
-pub const SNIFF_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ReadInput {
@@ -93,7 +90,9 @@ pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError>
     }
     let resolved = gate.resolve(&input.path)?;
     let relative = resolved.relative;
-    let file = open_regular_file(&resolved.real, &relative)?;
+    let file = gate
+        .open_file(&resolved.real)
+        .map_err(|error| ToolError::io(&relative, &error))?;
     let size = file
         .metadata()
         .map_err(|error| ToolError::io(&relative, &error))?
@@ -124,59 +123,6 @@ pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError>
         end_line: lines.last_returned.unwrap_or(start.saturating_sub(1)),
         total_lines: lines.total,
     })
-}
-
-/// Opens `path` only if it is a regular file. FIFOs and devices are refused
-/// from their metadata, and the open itself never blocks (`O_NONBLOCK`), so a
-/// FIFO swapped in between the two checks cannot hang the server either.
-pub fn open_regular_file(path: &std::path::Path, relative: &str) -> Result<File, ToolError> {
-    let not_regular = |kind: &str| {
-        ToolError::invalid(format!(
-            "'{relative}' is {kind}, not a regular file; read_project_file reads text files (use list_project_directory for folders)"
-        ))
-    };
-    let metadata = std::fs::metadata(path).map_err(|error| ToolError::io(relative, &error))?;
-    if metadata.is_dir() {
-        return Err(not_regular("a directory"));
-    }
-    if !metadata.is_file() {
-        return Err(not_regular("a special file (FIFO, socket or device)"));
-    }
-    let file = open_without_following(path).map_err(|error| ToolError::io(relative, &error))?;
-    let opened = file
-        .metadata()
-        .map_err(|error| ToolError::io(relative, &error))?;
-    if !opened.is_file() {
-        return Err(not_regular("a special file (FIFO, socket or device)"));
-    }
-    Ok(file)
-}
-
-/// Opens a path the gate or the walker produced for reading. Those paths
-/// never end in a symlink, so on Unix a symlink swapped in since then is
-/// refused (`O_NOFOLLOW`) instead of followed, and a FIFO swapped in cannot
-/// block the open (`O_NONBLOCK`; reads of regular files ignore the flag).
-pub(crate) fn open_without_following(path: &std::path::Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    options.open(path)
-}
-
-/// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
-/// character cut by the end of the sample does not count).
-pub fn looks_binary(sample: &[u8]) -> bool {
-    if sample.contains(&0) {
-        return true;
-    }
-    match std::str::from_utf8(sample) {
-        Ok(_) => false,
-        Err(error) => error.error_len().is_some(),
-    }
 }
 
 struct Lines {
@@ -346,25 +292,6 @@ mod tests {
         assert!(out.content.len() <= MAX_CONTENT_BYTES);
         assert!(out.content.chars().all(|c| c == 'é'));
         assert_eq!(out.total_lines, 1);
-    }
-
-    #[test]
-    fn sniff_allows_a_cut_multibyte_char() {
-        let mut sample = "aé".as_bytes().to_vec();
-        sample.pop();
-        assert!(!looks_binary(&sample));
-        assert!(looks_binary(b"a\xffb"));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_symlink_swapped_in_after_the_gate_is_not_followed() {
-        let (_d, gate) = project(&[("real.txt", b"inside")]);
-        let outside = tempfile::NamedTempFile::new().unwrap();
-        let swapped = gate.root().join("swapped.txt");
-        std::os::unix::fs::symlink(outside.path(), &swapped).unwrap();
-        assert!(open_without_following(&swapped).is_err());
-        assert!(open_without_following(&gate.root().join("real.txt")).is_ok());
     }
 
     #[cfg(unix)]

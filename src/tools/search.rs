@@ -19,11 +19,10 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::read::{SNIFF_BYTES, looks_binary, open_without_following};
 use super::{Status, ToolError, cut_chars};
 use crate::glob::{PathGlob, below};
 use crate::index::{ContentQuery, TreeModel};
-use crate::security::PathGate;
+use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
 use crate::walk::{self, Entry, EntryKind};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -202,10 +201,11 @@ pub fn search(
             kind: EntryKind::File,
             depth: 0,
             size: None,
+            ino: None,
         };
         let mut searcher = plan.searcher();
         let mut buffer = Vec::new();
-        vec![plan.search_file(&mut searcher, &mut buffer, &entry)]
+        vec![plan.search_file(gate, &mut searcher, &mut buffer, &entry)]
     } else {
         // Sizes are checked when each file is opened.
         let accept = |entry: &Entry| {
@@ -281,11 +281,16 @@ impl Plan {
     /// yield nothing.
     fn search_file(
         &self,
+        gate: &PathGate,
         searcher: &mut Searcher,
         buffer: &mut Vec<u8>,
         entry: &Entry,
     ) -> FileHits {
-        let Some(length) = read_capped(&entry.path, buffer) else {
+        let Some(length) = entry
+            .open(gate)
+            .ok()
+            .and_then(|(file, metadata)| read_capped(file, &metadata, buffer))
+        else {
             return FileHits::default();
         };
         let haystack = &buffer[..length];
@@ -307,15 +312,17 @@ impl Plan {
     }
 }
 
-/// Reads a regular file of at most [`MAX_FILE_BYTES`] into the front of
+/// Reads an opened regular file of at most [`MAX_FILE_BYTES`] into the front of
 /// `buffer` and returns its length; `None` for anything else.
 ///
 /// The size comes from the open file (one `fstat`, no `stat` by path), and
 /// the read asks for the whole file at once: `buffer` is kept at its largest
 /// length between files, so it is neither zeroed again nor grown in steps.
-fn read_capped(path: &std::path::Path, buffer: &mut Vec<u8>) -> Option<usize> {
-    let mut file = open_without_following(path).ok()?;
-    let metadata = file.metadata().ok()?;
+fn read_capped(
+    mut file: std::fs::File,
+    metadata: &std::fs::Metadata,
+    buffer: &mut Vec<u8>,
+) -> Option<usize> {
     if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
         return None;
     }
@@ -424,7 +431,7 @@ fn search_tree(
                         let hits = if stop.load(Ordering::Relaxed) {
                             FileHits::default()
                         } else {
-                            plan.search_file(&mut searcher, &mut buffer, &entry)
+                            plan.search_file(gate, &mut searcher, &mut buffer, &entry)
                         };
                         let Ok(mut prefix) = progress.lock() else {
                             return;
@@ -839,16 +846,16 @@ mod tests {
         ]);
         let root = gate.root();
         let mut buffer = Vec::new();
-        assert_eq!(
-            read_capped(&root.join("at_cap.txt"), &mut buffer),
-            Some(cap)
-        );
-        assert!(buffer[..cap].ends_with(b"needle\n"));
-        assert_eq!(read_capped(&root.join("over_cap.txt"), &mut buffer), None);
+        let mut read = |name: &str| {
+            let (file, metadata) = gate.open_file_with_metadata(&root.join(name)).unwrap();
+            read_capped(file, &metadata, &mut buffer)
+        };
+        assert_eq!(read("at_cap.txt"), Some(cap));
+        assert_eq!(read("over_cap.txt"), None);
         // The larger file's bytes stay behind in the buffer; only the length counts.
-        assert_eq!(read_capped(&root.join("small.txt"), &mut buffer), Some(6));
-        assert_eq!(&buffer[..6], b"small\n");
-        assert_eq!(read_capped(root, &mut buffer), None);
+        assert_eq!(read("small.txt"), Some(6));
+        assert!(buffer[..cap].starts_with(b"small\n"));
+        assert!(gate.open_file(root).is_err(), "folders are not opened");
         let found = search(&gate, &input("needle")).unwrap();
         assert_eq!(lines(&found), vec![("at_cap.txt".into(), 1)]);
     }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use mcp_project_helper::editor_config::IMAGE;
+use mcp_project_helper::hosts::IMAGE;
 use toml::Value;
 
 fn read(path: &str) -> String {
@@ -80,7 +80,7 @@ fn every_custom_publish_job_is_wired_into_release_yml() {
         .into_iter()
         .map(str::to_string)
         .collect::<Vec<_>>();
-    assert_eq!(jobs, ["./publish-image"]);
+    assert_eq!(jobs, ["./publish-image", "./publish-mcpb"]);
     for job in &jobs {
         let name = job.strip_prefix("./").expect("local job");
         let workflow = format!(".github/workflows/{name}.yml");
@@ -93,8 +93,70 @@ fn every_custom_publish_job_is_wired_into_release_yml() {
         assert!(called.contains("workflow_call:"), "{workflow} is reusable");
         assert!(called.contains("plan:"), "{workflow} takes the dist plan");
     }
-    let permissions = &dist()["github-custom-job-permissions"]["publish-image"];
-    assert_eq!(permissions["packages"].as_str(), Some("write"));
+    let permissions = &dist()["github-custom-job-permissions"];
+    assert_eq!(
+        permissions["publish-image"]["packages"].as_str(),
+        Some("write")
+    );
+    // The bundle job attaches files to the release.
+    assert_eq!(
+        permissions["publish-mcpb"]["contents"].as_str(),
+        Some("write")
+    );
+    // ... and attests them like the archives.
+    for permission in ["id-token", "attestations"] {
+        assert_eq!(
+            permissions["publish-mcpb"][permission].as_str(),
+            Some("write")
+        );
+    }
+}
+
+#[test]
+fn release_artifacts_carry_attestations_and_binstall_finds_them() {
+    assert_eq!(dist()["github-attestations"].as_bool(), Some(true));
+    let cargo = toml_file("Cargo.toml");
+    let binstall = &cargo["package"]["metadata"]["binstall"];
+    // cargo-dist names archives `<name>-<target>.tar.xz` (a `<name>-<target>/`
+    // folder inside) and `<name>-<target>.zip` on Windows (flat).
+    assert_eq!(
+        binstall["pkg-url"].as_str(),
+        Some("{ repo }/releases/download/v{ version }/{ name }-{ target }{ archive-suffix }")
+    );
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("txz"));
+    assert_eq!(
+        binstall["bin-dir"].as_str(),
+        Some("{ name }-{ target }/{ bin }{ binary-ext }")
+    );
+    let windows = &binstall["overrides"]["x86_64-pc-windows-msvc"];
+    assert_eq!(windows["pkg-fmt"].as_str(), Some("zip"));
+    assert_eq!(windows["bin-dir"].as_str(), Some("{ bin }{ binary-ext }"));
+    let dist = dist();
+    let windows_targets: Vec<&str> = strings(&dist["targets"])
+        .into_iter()
+        .filter(|t| t.contains("windows"))
+        .collect();
+    assert_eq!(windows_targets, ["x86_64-pc-windows-msvc"]);
+}
+
+#[test]
+fn the_mcpb_job_builds_bundles_with_the_tested_script() {
+    let workflow = read(".github/workflows/publish-mcpb.yml");
+    assert!(workflow.contains(".github/mcpb/bundle.sh \"$found\" \"$platform\" \"$version\""));
+    assert!(workflow.contains("pattern: artifacts-build-local-*"));
+    assert!(workflow.contains("gh release upload"));
+    let script = read(".github/mcpb/bundle.sh");
+    let pinned = read("tests/support/hosts/package.json");
+    // The release job and the tests use the same mcpb version.
+    let version = script
+        .split("@anthropic-ai/mcpb@")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("bundle.sh pins mcpb");
+    assert!(
+        pinned.contains(&format!("\"@anthropic-ai/mcpb\": \"{version}\"")),
+        "bundle.sh uses mcpb {version}; tests/support/hosts/package.json pins another"
+    );
 }
 
 #[test]

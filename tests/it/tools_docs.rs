@@ -194,7 +194,8 @@ async fn headings_inside_code_fences_do_not_split_sections() {
 #[tokio::test]
 async fn the_docs_flag_moves_the_docs_root() {
     let project = sample_project();
-    let elsewhere = project.outside().join("handbook");
+    // Inside the root: a docs folder outside it is refused (tests/hostile_gate.rs).
+    let elsewhere = project.root.join("handbook");
     common::write_file(
         &elsewhere.join("ops.md"),
         b"# Ops\n\n## Widget rotation\n\nTurn each widget.\n",
@@ -206,6 +207,7 @@ async fn the_docs_flag_moves_the_docs_root() {
         hits(&out),
         vec![("ops.md".to_string(), "Widget rotation".to_string())]
     );
+    assert_eq!(out["results"][0]["path"], "handbook/ops.md");
     server.stop().await;
 }
 

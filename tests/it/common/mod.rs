@@ -2,6 +2,8 @@
 //! to it over stdio, either through rmcp's client or as raw JSON lines.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod host_cli;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -28,10 +30,15 @@ pub fn demo_root() -> PathBuf {
 
 /// Variables that would set the root or config of a server the tests start
 /// from whoever runs the tests.
-const SETTINGS_ENV: [&str; 3] = [
+/// The server's settings variables: every spawn of the server, directly or
+/// through a host CLI, removes them so the developer's environment cannot leak in.
+pub const SETTINGS_ENV: [&str; 6] = [
     "MCP_PROJECT_HELPER_ROOT",
     "PROJECT_ROOT",
     "MCP_PROJECT_HELPER_CONFIG",
+    "MCP_PROJECT_HELPER_DOCS_ROOT",
+    "MCP_PROJECT_HELPER_LOG_FILE",
+    "MCP_PROJECT_HELPER_LOG_LEVEL",
 ];
 
 /// The server's command with a clean environment. `root: None` leaves the

@@ -1,19 +1,19 @@
-//! The checked-in editor configs start the installed binary and serve
+//! The checked-in host configs start the installed binary and serve
 //! `demo_project`: each file is read, its variables are expanded the way its
 //! host expands them, exactly the command it names is started (with the
 //! built binary's folder first on PATH, as an install puts it on PATH), and a
-//! tool call completes through rmcp's client.
+//! tool call completes through rmcp's client. `config <host>` output is
+//! checked the same way. (tests/hosts_cli.rs drives the real host CLIs.)
 //!
 //! Each test runs in a scratch copy of the project so the log lands in the
 //! copy's `evidence/tool-calls.log`, not in the repository.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Server, binary, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, cli_command, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -37,22 +37,6 @@ fn entry(file: &str, servers_key: &str) -> (Value, Entry) {
         .map(|a| a.as_str().expect("string arg").to_string())
         .collect();
     (server.clone(), Entry { command, args })
-}
-
-/// Claude Code: `${VAR}` and `${VAR:-default}` (the default when VAR is
-/// unset or empty); an unset `${VAR}` without default stays as written.
-fn expand_claude_code(text: &str, env: &HashMap<&str, String>) -> String {
-    expand(text, |inner| {
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (env.get(name).filter(|v| !v.is_empty()), default) {
-            (Some(value), _) => value.clone(),
-            (None, Some(default)) => default.to_string(),
-            (None, None) => format!("${{{inner}}}"),
-        }
-    })
 }
 
 /// VS Code: `${workspaceFolder}`, `${userHome}` and `${env:NAME}`; any other
@@ -141,11 +125,10 @@ async fn start_and_call(
     cmd.args(args)
         .current_dir(cwd)
         .env("PATH", path_with_binary())
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
-        .env_remove("MCP_PROJECT_HELPER_CONFIG")
-        .env_remove("MCP_PROJECT_HELPER_LOG_FILE")
         .env_remove("CLAUDE_PROJECT_DIR");
+    for name in SETTINGS_ENV {
+        cmd.env_remove(name);
+    }
     for (key, value) in env {
         cmd.env(key, value);
     }
@@ -186,54 +169,33 @@ async fn start_and_call(
 }
 
 #[tokio::test]
-async fn claude_code_mcp_json_with_claude_project_dir_set() {
+async fn claude_code_mcp_json_serves_demo_project_from_any_subfolder() {
+    // Claude Code expands nothing here and starts the server in the folder
+    // it was launched from; the relative root resolves against the
+    // repository top (the folder holding `.git`), so a launch from a
+    // subfolder serves the same demo_project.
     let (_, entry) = entry(".mcp.json", "mcpServers");
     assert_points_at_installed_binary(&entry);
-    let project = scratch_project();
-    let elsewhere = tempfile::tempdir().expect("tempdir");
-    let env = HashMap::from([("CLAUDE_PROJECT_DIR", project.path().display().to_string())]);
-    let command = expand_claude_code(&entry.command, &env);
-    let args: Vec<String> = entry
-        .args
-        .iter()
-        .map(|a| expand_claude_code(a, &env))
-        .collect();
     assert!(
-        args.iter().all(|a| !a.contains("${")),
-        "unexpanded: {args:?}"
+        entry.args.iter().all(|a| !a.contains('$')),
+        "no variables: {:?}",
+        entry.args
     );
-    start_and_call(
-        &command,
-        &args,
-        elsewhere.path(),
-        &[("CLAUDE_PROJECT_DIR", project.path())],
-        Some(project.path().join("evidence").join("tool-calls.log")),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn claude_code_mcp_json_falls_back_to_the_working_directory() {
-    // Without CLAUDE_PROJECT_DIR the `:-.` default applies; Claude Code
-    // starts servers in the project folder, so `.` is the project.
-    let (_, entry) = entry(".mcp.json", "mcpServers");
     let project = scratch_project();
-    let env = HashMap::new();
-    let command = expand_claude_code(&entry.command, &env);
-    let args: Vec<String> = entry
-        .args
-        .iter()
-        .map(|a| expand_claude_code(a, &env))
-        .collect();
-    assert!(args.iter().any(|a| a.starts_with("./")), "{args:?}");
-    start_and_call(
-        &command,
-        &args,
-        project.path(),
-        &[],
-        Some(project.path().join("evidence").join("tool-calls.log")),
-    )
-    .await;
+    std::fs::create_dir_all(project.path().join(".git")).expect("mark the repository top");
+    let subfolder = project.path().join("src").join("deep");
+    std::fs::create_dir_all(&subfolder).expect("mkdir");
+    for cwd in [project.path(), subfolder.as_path()] {
+        start_and_call(
+            &entry.command,
+            &entry.args,
+            cwd,
+            &[],
+            Some(project.path().join("evidence").join("tool-calls.log")),
+        )
+        .await;
+    }
+    assert!(!subfolder.join("evidence").exists(), "log went to the top");
 }
 
 #[tokio::test]
@@ -266,9 +228,9 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
         claude.args,
         [
             "--root",
-            "${CLAUDE_PROJECT_DIR:-.}/demo_project",
+            "demo_project",
             "--log-file",
-            "${CLAUDE_PROJECT_DIR:-.}/evidence/tool-calls.log"
+            "evidence/tool-calls.log"
         ]
     );
     assert_eq!(
@@ -283,45 +245,51 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
 }
 
 #[test]
-fn expansion_follows_each_host() {
-    let env = HashMap::from([("A", "x".to_string()), ("EMPTY", String::new())]);
-    assert_eq!(expand_claude_code("${A}/${A:-d}", &env), "x/x");
-    assert_eq!(expand_claude_code("${EMPTY:-d}/${UNSET:-d}", &env), "d/d");
-    assert_eq!(expand_claude_code("${UNSET}", &env), "${UNSET}");
+fn vscode_expansion_is_modelled() {
     assert_eq!(
         expand_vscode("${workspaceFolder}/p", Path::new("/w")),
         "/w/p"
     );
 }
 
-/// `config <host>` output: the `#` comment lines, then the JSON document.
+/// `config ARGS` output: the text, and the document (JSON, or Codex's
+/// TOML converted to JSON) that follows the comment lines.
 fn config_output(args: &[&str]) -> (String, Value) {
-    let output = std::process::Command::new(binary())
-        .arg("config")
+    let output = cli_command(&["config"])
         .args(args)
-        .env_remove("MCP_PROJECT_HELPER_ROOT")
-        .env_remove("PROJECT_ROOT")
         .output()
         .expect("run config");
     assert!(output.status.success(), "config {args:?} failed");
     let text = String::from_utf8(output.stdout).expect("UTF-8");
-    let start = text.find("\n{").expect("a JSON block") + 1;
-    let json = serde_json::from_str(&text[start..]).expect("snippet JSON parses");
+    let (_, document) = text.split_once("\n\n").expect("a document block");
+    let json = if document.starts_with('[') {
+        let table: toml::Table = toml::from_str(document).expect("TOML parses");
+        serde_json::to_value(table).expect("as JSON")
+    } else {
+        serde_json::from_str(document).expect("snippet JSON parses")
+    };
     (text, json)
 }
 
 #[tokio::test]
-async fn config_snippets_start_this_binary() {
+async fn user_snippets_start_this_binary() {
     let root = dunce::canonicalize(demo_root()).expect("canonical root");
     let root_arg = root.to_str().expect("UTF-8 root");
     let this_binary = dunce::canonicalize(binary()).expect("canonical binary");
-    for (host, key) in [
-        ("claude-code", "mcpServers"),
-        ("claude-desktop", "mcpServers"),
-        ("cursor", "mcpServers"),
-        ("vscode", "servers"),
+    for (host, key, fixed_root) in [
+        ("claude-code", "mcpServers", false),
+        ("claude-desktop", "mcpServers", true),
+        ("cursor", "mcpServers", false),
+        ("vscode", "servers", false),
+        ("codex", "mcp_servers", false),
+        ("gemini", "mcpServers", false),
+        ("windsurf", "mcpServers", true),
+        ("zed", "context_servers", false),
+        ("cline", "mcpServers", true),
+        ("jetbrains", "mcpServers", true),
     ] {
-        let (_, json) = config_output(&[host, "--root", root_arg]);
+        let (text, json) = config_output(&[host, "--scope", "user", "--root", root_arg]);
+        assert!(text.contains("user scope"), "{text}");
         let server = &json[key]["project-helper"];
         let command = server["command"].as_str().expect("command");
         assert!(!command.starts_with(r"\\?\"), "plain path: {command}");
@@ -330,13 +298,17 @@ async fn config_snippets_start_this_binary() {
             this_binary,
             "{host}"
         );
-        assert_eq!(server["args"], json!(["--root", root_arg]), "{host}");
+        let expected = if fixed_root {
+            json!(["--root", root_arg])
+        } else {
+            json!([])
+        };
+        assert_eq!(server["args"], expected, "{host}");
     }
 
     // The pasted snippet really starts a working server.
-    let (text, json) = config_output(&["vscode", "--root", root_arg]);
-    assert!(text.starts_with("# VS Code"), "{text}");
-    let server = &json["servers"]["project-helper"];
+    let (_, json) = config_output(&["claude-desktop", "--root", root_arg]);
+    let server = &json["mcpServers"]["project-helper"];
     let args: Vec<String> = server["args"]
         .as_array()
         .expect("args")
@@ -346,6 +318,50 @@ async fn config_snippets_start_this_binary() {
     let elsewhere = tempfile::tempdir().expect("tempdir");
     let command = server["command"].as_str().expect("command");
     start_and_call(command, &args, elsewhere.path(), &[], None).await;
+}
+
+#[test]
+fn project_snippets_name_the_installed_command_and_the_workspace() {
+    let root = dunce::canonicalize(demo_root()).expect("canonical root");
+    let root_arg = root.to_str().expect("UTF-8 root");
+    for (host, key, file, root_value) in [
+        ("claude-code", "mcpServers", ".mcp.json", "."),
+        (
+            "cursor",
+            "mcpServers",
+            ".cursor/mcp.json",
+            "${workspaceFolder}",
+        ),
+        (
+            "vscode",
+            "servers",
+            ".vscode/mcp.json",
+            "${workspaceFolder}",
+        ),
+        ("codex", "mcp_servers", ".codex/config.toml", "."),
+        ("gemini", "mcpServers", ".gemini/settings.json", "."),
+    ] {
+        let (text, json) = config_output(&[host, "--root", root_arg]);
+        let first = text.lines().next().expect("a first line");
+        assert!(first.contains("project scope"), "{text}");
+        let file = file
+            .split('/')
+            .fold(PathBuf::from(root_arg), |path, part| path.join(part))
+            .display()
+            .to_string();
+        assert!(first.ends_with(&file), "{host} names {file}:\n{text}");
+        let server = &json[key]["project-helper"];
+        assert_eq!(server["command"], "mcp-project-helper", "{host}");
+        assert_eq!(server["args"], json!(["--root", root_value]), "{host}");
+    }
+    for host in ["claude-desktop", "windsurf", "zed", "cline", "jetbrains"] {
+        let output = cli_command(&["config", host, "--scope", "project"])
+            .output()
+            .expect("run config");
+        assert!(!output.status.success(), "{host} has no project scope");
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(message.contains("use --scope user"), "{message}");
+    }
 }
 
 #[test]
@@ -360,8 +376,11 @@ fn config_docker_form_mounts_the_root_read_only() {
     assert_eq!(args[..3], [json!("run"), json!("-i"), json!("--rm")]);
     assert!(args.contains(&json!(mount)), "{server}");
     assert!(
-        text.lines().any(|l| l
-            .starts_with("claude mcp add --transport stdio project-helper -- docker run -i --rm")),
+        text.lines().any(|l| l.starts_with(
+            "claude mcp add --scope project --transport stdio project-helper -- docker run -i --rm"
+        ) || l.starts_with(
+            "claude mcp add --scope project --transport stdio project-helper '--' docker run -i --rm"
+        )),
         "{text}"
     );
 }
@@ -378,7 +397,7 @@ fn config_prints_plain_drive_paths_for_verbatim_roots() {
         "drive path: {plain}"
     );
     let verbatim = format!(r"\\?\{plain}");
-    let (text, json) = config_output(&["cursor", "--root", &verbatim]);
+    let (text, json) = config_output(&["claude-desktop", "--root", &verbatim]);
     let server = &json["mcpServers"]["project-helper"];
     assert_eq!(server["args"], json!(["--root", plain]), "{text}");
     let command = server["command"].as_str().expect("command");

@@ -1,25 +1,49 @@
 //! The one path gate. Every path a client names goes through
-//! [`PathGate::resolve`] before any file is touched, and every path the
-//! walker yields is tested against [`PathGate::is_denied`].
+//! [`PathGate::resolve`] before any file is touched, every path the walker
+//! yields is tested against [`PathGate::is_denied`], and every file is opened
+//! through the gate's handle on the root ([`open`]).
 //!
 //! The gate works on the text first (so that Windows forms are refused on
 //! every platform, and `..` can never climb out), then on the real file
 //! system (so that a symlink inside the root cannot lead outside it), and
 //! checks containment component-wise: a sibling `proj-secret` next to a root
-//! `proj` is outside.
+//! `proj` is outside. Its work is linear in the length of the path, and the
+//! path's length is bounded before any work.
 
+pub mod open;
+
+use std::fs::{File, Metadata};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+pub use open::{EntryStat, LastFolder, RootDir, SNIFF_BYTES, looks_binary};
+
+/// The longest path accepted, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// The most names (folders and the file) a path may have.
+pub const MAX_PATH_COMPONENTS: usize = 256;
+/// Error messages show at most this much of a path a client sent.
+pub const MAX_SHOWN_PATH_CHARS: usize = 200;
 
 /// Secrets that are never read, searched, listed or found.
 const BUILT_IN_DENY: &[&str] = &[
     ".env",
     ".env.*",
+    ".envrc",
     "*.pem",
     "*.key",
+    "*.p12",
+    "*.pfx",
     "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
     "id_ed25519*",
+    ".netrc",
+    ".pypirc",
+    ".npmrc",
     ".git",
 ];
 /// Templates that document secrets without holding them.
@@ -34,6 +58,14 @@ const DEVICE_NAMES: &[&str] = &[
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    #[error(
+        "path is {bytes} bytes long; paths of at most {MAX_PATH_BYTES} bytes are allowed, relative to the project root"
+    )]
+    TooLong { bytes: usize },
+    #[error(
+        "path has more than {MAX_PATH_COMPONENTS} components; paths of at most {MAX_PATH_COMPONENTS} folder and file names are allowed"
+    )]
+    TooManyComponents,
     #[error(
         "path must not contain NUL bytes; give a path relative to the project root, e.g. 'src/main.rs'"
     )]
@@ -63,7 +95,7 @@ pub enum PathError {
     )]
     SymlinkEscape(String),
     #[error(
-        "path '{0}' is on the deny-list (secrets such as .env, *.pem, *.key, id_rsa*, .git/) and cannot be accessed"
+        "path '{0}' is on the deny-list (secrets such as .env, .envrc, *.pem, *.key, *.p12, id_rsa*, .netrc, .npmrc, .git/) and cannot be accessed"
     )]
     Denied(String),
     #[error(
@@ -74,6 +106,15 @@ pub enum PathError {
     Unreadable { path: String, message: String },
     #[error("invalid deny glob {glob:?}: {message}")]
     BadGlob { glob: String, message: String },
+}
+
+/// `path` as an error message may show it: at most
+/// [`MAX_SHOWN_PATH_CHARS`] characters, marked with `…` when cut.
+pub fn shown_path(path: &str) -> String {
+    match path.char_indices().nth(MAX_SHOWN_PATH_CHARS) {
+        Some((end, _)) => format!("{}…", &path[..end]),
+        None => path.to_string(),
+    }
 }
 
 /// A path the gate accepted.
@@ -88,14 +129,21 @@ pub struct ResolvedPath {
 #[derive(Debug, Clone)]
 pub struct PathGate {
     root: PathBuf,
+    opener: Arc<RootDir>,
     deny: DenyList,
 }
 
 impl PathGate {
-    /// `root` must already be canonical (see `config::canonical_dir`).
+    /// `root` must already be canonical (see `config::canonical_dir`); it is
+    /// held open from now on, and every file is opened relative to it.
     pub fn new(root: PathBuf, extra_deny: &[String]) -> Result<Self, PathError> {
+        let opener = RootDir::open(&root).map_err(|error| PathError::Unreadable {
+            path: shown_path(&root.to_string_lossy()),
+            message: error.to_string(),
+        })?;
         Ok(Self {
             root,
+            opener: Arc::new(opener),
             deny: DenyList::new(extra_deny)?,
         })
     }
@@ -111,44 +159,62 @@ impl PathGate {
         let components = lexical_components(input)?;
         let relative = join_relative(&components);
         if self.is_denied(&relative) {
-            return Err(PathError::Denied(relative));
+            return Err(PathError::Denied(shown_path(&relative)));
         }
-        let spelled = components
-            .iter()
-            .fold(self.root.clone(), |path, part| path.join(part));
+        let spelled = self.spelled(&components);
         let real = match dunce::canonicalize(&spelled) {
             Ok(real) => real,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(self.missing_or_escape(&spelled, relative));
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(self.missing_or_escape(&components, relative));
             }
             Err(error) => {
                 return Err(PathError::Unreadable {
-                    path: relative,
+                    path: shown_path(&relative),
                     message: error.to_string(),
                 });
             }
         };
         let Some(real_relative) = self.relative_of(&real) else {
-            return Err(PathError::SymlinkEscape(relative));
+            return Err(PathError::SymlinkEscape(shown_path(&relative)));
         };
         if self.is_denied(&real_relative) {
-            return Err(PathError::Denied(relative));
+            return Err(PathError::Denied(shown_path(&relative)));
         }
         Ok(ResolvedPath { relative, real })
     }
 
-    /// A path that cannot be canonicalized is missing, unless one of its
-    /// existing ancestors already leads outside (then say so, not "missing").
-    fn missing_or_escape(&self, spelled: &Path, relative: String) -> PathError {
-        let escapes = spelled
-            .ancestors()
-            .skip(1)
-            .find_map(|ancestor| dunce::canonicalize(ancestor).ok())
-            .is_some_and(|real| self.relative_of(&real).is_none());
-        if escapes {
-            PathError::SymlinkEscape(relative)
+    /// The root joined with `components`, built in one buffer.
+    fn spelled(&self, components: &[String]) -> PathBuf {
+        let mut path = self.root.clone();
+        for part in components {
+            path.push(part);
+        }
+        path
+    }
+
+    /// A path that cannot be canonicalized is missing, unless its deepest
+    /// existing ancestor already leads outside (then say so, not
+    /// "missing"). Existence only shrinks along a path, so a binary search
+    /// finds that ancestor with a logarithmic number of lookups.
+    fn missing_or_escape(&self, components: &[String], relative: String) -> PathError {
+        let canonical = |count: usize| dunce::canonicalize(self.spelled(&components[..count])).ok();
+        let (mut exists, mut missing) = (0, components.len());
+        let mut deepest = None;
+        while missing - exists > 1 {
+            let middle = exists + (missing - exists) / 2;
+            match canonical(middle) {
+                Some(real) => {
+                    exists = middle;
+                    deepest = Some(real);
+                }
+                None => missing = middle,
+            }
+        }
+        let deepest = deepest.or_else(|| canonical(exists));
+        if deepest.is_some_and(|real| self.relative_of(&real).is_none()) {
+            PathError::SymlinkEscape(shown_path(&relative))
         } else {
-            PathError::NotFound(relative)
+            PathError::NotFound(shown_path(&relative))
         }
     }
 
@@ -172,45 +238,89 @@ impl PathGate {
     pub fn is_denied(&self, relative: &str) -> bool {
         self.deny.denies(relative)
     }
+
+    /// Opens the regular file at `path`, a location inside the root as
+    /// [`PathGate::resolve`] (its `real`) or the walker produced it, through
+    /// the root handle: a folder on the way that became a symlink since is
+    /// refused, not followed (see [`open`]).
+    pub fn open_file(&self, path: &Path) -> io::Result<File> {
+        Ok(self.open_file_with_metadata(path)?.0)
+    }
+
+    /// [`PathGate::open_file`], with the open file's metadata.
+    pub fn open_file_with_metadata(&self, path: &Path) -> io::Result<(File, Metadata)> {
+        self.opener.open_file(self.below_root(path)?)
+    }
+
+    /// Looks at the entry at `path` (inside the root, as the walker produced
+    /// it) through the root handle, without following symlinks.
+    pub fn entry_stat(&self, path: &Path) -> io::Result<EntryStat> {
+        self.opener.entry_stat(self.below_root(path)?)
+    }
+
+    /// [`PathGate::entry_stat`] for entries that come folder by folder:
+    /// `last` keeps the previous entry's folder open.
+    pub fn entry_stat_in(&self, path: &Path, last: &mut LastFolder) -> io::Result<EntryStat> {
+        self.opener.entry_stat_in(self.below_root(path)?, last)
+    }
+
+    /// `path` relative to the root, exactly (names that are not UTF-8
+    /// included), for the opener.
+    fn below_root<'a>(&self, path: &'a Path) -> io::Result<&'a Path> {
+        path.strip_prefix(&self.root).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the path lies outside the project root",
+            )
+        })
+    }
 }
 
 /// Splits and validates a client path; `..` is resolved lexically and may
-/// never climb above the root.
+/// never climb above the root. Bounded before any work, then one pass.
 fn lexical_components(input: &str) -> Result<Vec<String>, PathError> {
+    if input.len() > MAX_PATH_BYTES {
+        return Err(PathError::TooLong { bytes: input.len() });
+    }
     if input.contains('\0') {
         return Err(PathError::NulByte);
     }
+    let shown = || shown_path(input);
     // Both separators count on every platform, so a Windows-style path means
     // the same thing wherever the server runs.
     let text = input.trim().replace('\\', "/");
     if text.starts_with('/') {
-        return Err(PathError::Absolute(input.to_string()));
+        return Err(PathError::Absolute(shown()));
     }
     if has_drive_prefix(&text) {
-        return Err(PathError::Drive(input.to_string()));
+        return Err(PathError::Drive(shown()));
     }
     let mut components: Vec<String> = Vec::new();
+    let mut steps = 0;
     for part in text.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if components.pop().is_none() {
-                    return Err(PathError::EscapesRoot(input.to_string()));
-                }
-            }
-            _ => {
-                if part.contains(':') {
-                    return Err(PathError::Colon(input.to_string()));
-                }
-                if is_device_name(part) {
-                    return Err(PathError::Device(input.to_string()));
-                }
-                if part.ends_with('.') || part.ends_with(' ') {
-                    return Err(PathError::TrailingDotOrSpace(input.to_string()));
-                }
-                components.push(part.to_string());
-            }
+        if part.is_empty() || part == "." {
+            continue;
         }
+        steps += 1;
+        if steps > MAX_PATH_COMPONENTS {
+            return Err(PathError::TooManyComponents);
+        }
+        if part == ".." {
+            if components.pop().is_none() {
+                return Err(PathError::EscapesRoot(shown()));
+            }
+            continue;
+        }
+        if part.contains(':') {
+            return Err(PathError::Colon(shown()));
+        }
+        if is_device_name(part) {
+            return Err(PathError::Device(shown()));
+        }
+        if part.ends_with('.') || part.ends_with(' ') {
+            return Err(PathError::TrailingDotOrSpace(shown()));
+        }
+        components.push(part.to_string());
     }
     Ok(components)
 }
@@ -231,8 +341,9 @@ fn has_drive_prefix(text: &str) -> bool {
 /// `NUL`, `nul.txt`, `Com1 .log`: Windows maps all of these to devices.
 fn is_device_name(component: &str) -> bool {
     let stem = component.split('.').next().unwrap_or(component);
-    let stem = stem.trim_end_matches([' ', '.']).to_uppercase();
-    DEVICE_NAMES.contains(&stem.as_str())
+    let stem = stem.trim_end_matches([' ', '.']);
+    // Device names are short; longer stems are never uppercased.
+    stem.len() <= 8 && DEVICE_NAMES.contains(&stem.to_uppercase().as_str())
 }
 
 /// Globs without `/` match a file or folder name at any depth; globs with
@@ -244,6 +355,9 @@ struct DenyList {
     built_in_names: GlobSet,
     exceptions: GlobSet,
     operator_names: GlobSet,
+    /// Each operator path glob `g` as `g` and `g/**`: one match on the whole
+    /// path tells whether the path or any ancestor matches `g`, in one pass
+    /// instead of one match per ancestor.
     operator_paths: GlobSet,
 }
 
@@ -254,11 +368,18 @@ impl DenyList {
             .map(String::as_str)
             .filter(|g| !g.contains('/'))
             .collect();
-        let operator_paths: Vec<&str> = extra
+        let operator_paths: Vec<String> = extra
             .iter()
-            .map(String::as_str)
             .filter(|g| g.contains('/'))
+            .flat_map(|glob| {
+                let glob = glob.trim_start_matches("./");
+                [
+                    glob.to_string(),
+                    format!("{}/**", glob.trim_end_matches('/')),
+                ]
+            })
             .collect();
+        let operator_paths: Vec<&str> = operator_paths.iter().map(String::as_str).collect();
         Ok(Self {
             built_in_names: glob_set(BUILT_IN_DENY)?,
             exceptions: glob_set(DENY_EXCEPTIONS)?,
@@ -271,20 +392,11 @@ impl DenyList {
         if relative == "." || relative.is_empty() {
             return false;
         }
-        let mut prefix_end = 0;
-        for name in relative.split('/') {
-            prefix_end += name.len();
-            let prefix = &relative[..prefix_end];
-            prefix_end += 1;
-            let built_in = self.built_in_names.is_match(name) && !self.exceptions.is_match(name);
-            if built_in
+        let denied_name = |name: &str| {
+            (self.built_in_names.is_match(name) && !self.exceptions.is_match(name))
                 || self.operator_names.is_match(name)
-                || self.operator_paths.is_match(prefix)
-            {
-                return true;
-            }
-        }
-        false
+        };
+        relative.split('/').any(denied_name) || self.operator_paths.is_match(relative)
     }
 }
 
@@ -610,6 +722,160 @@ mod tests {
                     prop_assert!(is_plain_relative(Path::new(&resolved.relative)));
                 }
             }
+        }
+
+        /// Names the fuzzed tree holds (symlinks in and out, loops, secrets)
+        /// and forms the gate must refuse, mixed with random text.
+        fn hostile_component() -> impl Strategy<Value = String> {
+            prop_oneof![
+                3 => prop::sample::select(vec![
+                    "..", ".", "", "src", "nested", "main.rs", "out", "abs-out", "in",
+                    "abs-in", "loop", "dangling", "up", "up2", "env-link", "dotdot",
+                    ".env", ".ENV", ".envrc", ".git", "private", "C:", "c:\\", "\\\\?\\",
+                    "\\\\.\\", "CON", "nul.txt", "com1.log", "file::$DATA", "a\0b",
+                    "main.rs.", "main.rs ", "..\\..", "~", "%2e%2e",
+                ])
+                .prop_map(String::from),
+                2 => "[a-zA-Z0-9._ :$\\\\/-]{1,12}",
+                1 => "\\PC{1,8}",
+                1 => "x{200,300}",
+            ]
+        }
+
+        fn hostile_path() -> impl Strategy<Value = String> {
+            let mixed = (
+                prop::collection::vec(hostile_component(), 0..24),
+                prop_oneof![Just("/"), Just("\\")],
+                prop::sample::select(vec!["", "/", "\\", "\\\\", "C:", "//?/", "./", "../"]),
+            )
+                .prop_map(|(parts, sep, lead)| format!("{lead}{}", parts.join(sep)));
+            // Long inputs: many repeats of one component.
+            let long = (hostile_component(), 1..3_000usize)
+                .prop_map(|(part, count)| vec![part; count].join("/"));
+            prop_oneof![4 => mixed, 1 => long]
+        }
+
+        /// A tree with every kind of symlink the gate must see through.
+        #[cfg(unix)]
+        fn symlinked_tree() -> (tempfile::TempDir, PathGate) {
+            use std::os::unix::fs::symlink;
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("proj");
+            for (path, text) in [
+                ("src/main.rs", "fn main() {}\n"),
+                ("src/nested/deep.txt", "deep\n"),
+                (".env", "SECRET=1\n"),
+                ("private/plan.txt", "plan\n"),
+            ] {
+                fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+                fs::write(root.join(path), text).unwrap();
+            }
+            fs::create_dir_all(dir.path().join("outside")).unwrap();
+            fs::write(dir.path().join("outside/secret.txt"), "outside\n").unwrap();
+            let root = dunce::canonicalize(root).unwrap();
+            for (link, target) in [
+                ("out", "../outside".to_string()),
+                ("abs-out", "/etc".to_string()),
+                ("in", "src".to_string()),
+                ("abs-in", root.join("src").to_string_lossy().into_owned()),
+                ("loop", "loop".to_string()),
+                ("dangling", "nowhere".to_string()),
+                ("src/up", "..".to_string()),
+                ("src/up2", "../..".to_string()),
+                ("env-link", ".env".to_string()),
+                ("dotdot", "../proj/src".to_string()),
+            ] {
+                symlink(target, root.join(link)).unwrap();
+            }
+            let gate = PathGate::new(root, &["private/**".into()]).unwrap();
+            (dir, gate)
+        }
+
+        /// The gate's fuzz harness: thousands of hostile strings against a
+        /// real tree of symlinks. Every accepted path's real location lies
+        /// inside the root and is not denied, whatever opens through the
+        /// gate is that same file, and nothing panics.
+        #[cfg(unix)]
+        #[test]
+        fn fuzzed_paths_never_escape_the_root_or_panic() {
+            use proptest::test_runner::{Config, TestRunner};
+            use std::os::unix::fs::MetadataExt;
+            let (_dir, gate) = symlinked_tree();
+            let mut runner = TestRunner::new(Config {
+                cases: 3_000,
+                failure_persistence: None,
+                ..Config::default()
+            });
+            let accepted = std::sync::atomic::AtomicUsize::new(0);
+            runner
+                .run(&hostile_path(), |input| {
+                    let Ok(resolved) = gate.resolve(&input) else {
+                        return Ok(());
+                    };
+                    accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let real = dunce::canonicalize(&resolved.real).unwrap();
+                    prop_assert!(real.starts_with(gate.root()), "{input:?} -> {real:?}");
+                    let real_relative = gate.relative_of(&real).unwrap();
+                    prop_assert!(!gate.is_denied(&real_relative), "{input:?}");
+                    prop_assert!(!gate.is_denied(&resolved.relative), "{input:?}");
+                    prop_assert!(is_plain_relative(Path::new(&resolved.relative)));
+                    if let Ok(file) = gate.open_file(&resolved.real) {
+                        let opened = file.metadata().unwrap();
+                        let expected = fs::metadata(&real).unwrap();
+                        prop_assert_eq!(opened.ino(), expected.ino(), "{:?}", input);
+                        prop_assert_eq!(opened.dev(), expected.dev(), "{:?}", input);
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            let accepted = accepted.into_inner();
+            assert!(accepted > 0, "no fuzzed path was accepted");
+        }
+
+        #[test]
+        fn the_deny_list_matches_ancestors_in_one_pass() {
+            let gate = PathGate::new(
+                dunce::canonicalize(std::env::temp_dir()).unwrap(),
+                &["docs/internal/**".into(), "./build/*.log".into()],
+            )
+            .unwrap();
+            for denied in [
+                "docs/internal/a.md",
+                "docs/internal/x/y.md",
+                "DOCS/Internal/a.md",
+                "build/x.log",
+                "build/x.log/inner",
+            ] {
+                assert!(gate.is_denied(denied), "{denied}");
+            }
+            for allowed in [
+                "docs/internal",
+                "docs/public.md",
+                "x/docs/internal/a.md",
+                "build/x.txt",
+            ] {
+                assert!(!gate.is_denied(allowed), "{allowed}");
+            }
+        }
+
+        #[test]
+        fn long_and_deep_paths_are_refused_before_any_work() {
+            let gate =
+                PathGate::new(dunce::canonicalize(std::env::temp_dir()).unwrap(), &[]).unwrap();
+            let long = "a/".repeat(8_000_000);
+            assert_eq!(
+                gate.resolve(&long),
+                Err(PathError::TooLong { bytes: long.len() })
+            );
+            let deep = "a/".repeat(MAX_PATH_COMPONENTS + 1);
+            assert_eq!(gate.resolve(&deep), Err(PathError::TooManyComponents));
+            let dots = "./".repeat(2_000);
+            assert!(gate.resolve(&dots).is_ok(), "'.' steps are free");
+            let error = gate
+                .resolve(&format!("{}/x", "b".repeat(4_000)))
+                .unwrap_err();
+            assert!(error.to_string().chars().count() < 500, "{error}");
+            assert!(error.to_string().contains('…'), "{error}");
         }
     }
 }

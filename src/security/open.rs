@@ -1,0 +1,611 @@
+//! The one way project files are opened and looked at: relative to a handle
+//! on the root folder that is held open for the server's life, never
+//! following a symlink anywhere on the way, never blocking on a FIFO.
+//!
+//! The gate decides which path may be touched; this module makes sure the
+//! path touched is that one, even when a folder on the way is swapped for a
+//! symlink between the decision and the open.
+//! - Linux: one `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//!   RESOLVE_NO_MAGICLINKS` from the root handle. Where `openat2` is missing
+//!   (kernels before 5.6, seccomp filters that refuse it), an `openat` walk
+//!   from the root handle, one plain name at a time, each with `O_NOFOLLOW`.
+//! - Other Unix (macOS, the BSDs): the same `openat` walk.
+//! - Elsewhere (Windows): the path is opened by name and its real location
+//!   checked after the open (see docs/security.md for what remains).
+
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Bytes inspected to tell text from binary.
+pub const SNIFF_BYTES: usize = 4096;
+
+/// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
+/// character cut by the end of the sample does not count).
+pub fn looks_binary(sample: &[u8]) -> bool {
+    if sample.contains(&0) {
+        return true;
+    }
+    match std::str::from_utf8(sample) {
+        Ok(_) => false,
+        Err(error) => error.error_len().is_some(),
+    }
+}
+
+/// What the walker needs to know about an entry, read without following it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    /// The inode number (0 where the platform has none).
+    pub ino: u64,
+    pub size: u64,
+    pub is_dir: bool,
+}
+
+fn not_regular(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file; only regular text files can be read"),
+    )
+}
+
+/// Refuses a file that is not regular (the open itself never blocked);
+/// hands back its metadata, so callers need not ask again.
+fn regular_only(file: File) -> io::Result<(File, Metadata)> {
+    let metadata = file.metadata()?;
+    if metadata.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "it is a directory, not a regular file; list_project_directory shows what a folder holds",
+        ));
+    }
+    if !metadata.is_file() {
+        return Err(not_regular("a special file (FIFO, socket or device)"));
+    }
+    Ok((file, metadata))
+}
+
+/// The names of a root-relative path; `..`, roots and prefixes never get
+/// this far (the gate and the walker only produce plain names), but are
+/// refused here too.
+fn plain_names(relative: &Path) -> io::Result<Vec<&OsStr>> {
+    relative
+        .components()
+        .filter(|component| *component != Component::CurDir)
+        .map(|component| match component {
+            Component::Normal(name) => Ok(name),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "only plain names below the project root can be opened",
+            )),
+        })
+        .collect()
+}
+
+#[cfg(unix)]
+pub use unix::{LastFolder, RootDir};
+
+#[cfg(not(unix))]
+pub use other::{LastFolder, RootDir};
+
+#[cfg(unix)]
+mod unix {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    /// How intermediate folders are opened: only to walk through them.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const FOLDER_FLAGS: libc::c_int = libc::O_PATH | libc::O_DIRECTORY;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const FOLDER_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY;
+
+    /// Files are opened without blocking (a FIFO swapped in cannot hang the
+    /// server; reads of regular files ignore the flag) and never become the
+    /// controlling terminal.
+    const FILE_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+    /// The folder whose entries were looked at last, held open for one
+    /// walk: the walker reports a folder's entries one after another, so
+    /// confirming each costs one `fstatat` instead of a walk from the root.
+    /// The handle was opened beneath the root without following symlinks,
+    /// so a later swap of that folder's name cannot redirect it.
+    #[derive(Debug, Default)]
+    pub struct LastFolder {
+        held: Option<(PathBuf, OwnedFd)>,
+    }
+
+    /// The project root, held open: every open starts here, so renaming or
+    /// replacing folders above or inside the project cannot redirect it.
+    #[derive(Debug)]
+    pub struct RootDir {
+        fd: OwnedFd,
+        path: PathBuf,
+        /// False where `openat2` is refused (old kernel, seccomp): then the
+        /// `openat` walk is used.
+        openat2: bool,
+    }
+
+    impl RootDir {
+        /// `root` must be the canonical root folder.
+        pub fn open(root: &Path) -> io::Result<Self> {
+            let path = CString::new(root.as_os_str().as_bytes())?;
+            // SAFETY: `path` is a valid NUL-terminated string; the result is
+            // checked before it is wrapped.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    FOLDER_FLAGS | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `fd` was just opened and is owned by nobody else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let openat2 = openat2_works(fd.as_fd());
+            Ok(Self {
+                fd,
+                path: root.to_path_buf(),
+                openat2,
+            })
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.path
+        }
+
+        /// The same root, opened as on a kernel without `openat2`.
+        #[cfg(test)]
+        pub(super) fn without_openat2(mut self) -> Self {
+            self.openat2 = false;
+            self
+        }
+
+        /// True when opens go through `openat2` (Linux 5.6 and later).
+        pub fn uses_openat2(&self) -> bool {
+            self.openat2
+        }
+
+        /// Opens the regular file at `relative` (root-relative, plain names)
+        /// for reading, with its metadata. A symlink anywhere on the way, a
+        /// folder, a FIFO, socket or device is refused.
+        pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
+            let names = plain_names(relative)?;
+            match self.open_beneath(&names, FILE_FLAGS) {
+                Ok(fd) => regular_only(File::from(fd)),
+                // Opening a socket (or a device without a driver) says ENXIO.
+                Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+                    Err(not_regular("a special file (FIFO, socket or device)"))
+                }
+                Err(error) => Err(error),
+            }
+        }
+
+        /// Looks at the entry at `relative` without following it, through
+        /// folders that are not symlinks.
+        pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
+            let names = plain_names(relative)?;
+            let Some((last, folders)) = names.split_last() else {
+                return stat_at(self.fd.as_fd(), OsStr::new("."));
+            };
+            if folders.is_empty() {
+                return stat_at(self.fd.as_fd(), last);
+            }
+            let folder = self.open_beneath(folders, FOLDER_FLAGS)?;
+            stat_at(folder.as_fd(), last)
+        }
+
+        /// [`RootDir::entry_stat`], reusing the folder handle in `last` when
+        /// the entry is in the same folder as the one before.
+        pub fn entry_stat_in(
+            &self,
+            relative: &Path,
+            last: &mut LastFolder,
+        ) -> io::Result<EntryStat> {
+            let names = plain_names(relative)?;
+            let (Some((name, folders)), Some(folder)) = (names.split_last(), relative.parent())
+            else {
+                return self.entry_stat(relative);
+            };
+            if folders.is_empty() {
+                return stat_at(self.fd.as_fd(), name);
+            }
+            if let Some((held, fd)) = &last.held
+                && held == folder
+            {
+                return stat_at(fd.as_fd(), name);
+            }
+            let fd = self.open_beneath(folders, FOLDER_FLAGS)?;
+            let stat = stat_at(fd.as_fd(), name);
+            last.held = Some((folder.to_path_buf(), fd));
+            stat
+        }
+
+        fn open_beneath(&self, names: &[&OsStr], flags: libc::c_int) -> io::Result<OwnedFd> {
+            if names.is_empty() {
+                return open_at(self.fd.as_fd(), OsStr::new("."), flags);
+            }
+            #[cfg(target_os = "linux")]
+            if self.openat2 {
+                let joined = names.join(OsStr::new("/"));
+                return linux::openat2_beneath(self.fd.as_fd(), &joined, flags);
+            }
+            open_step_by_step(self.fd.as_fd(), names, flags)
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn openat2_works(root: BorrowedFd<'_>) -> bool {
+        linux::openat2_beneath(root, OsStr::new("."), FOLDER_FLAGS).is_ok()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn openat2_works(_root: BorrowedFd<'_>) -> bool {
+        false
+    }
+
+    /// One `openat` per name, each refusing a symlink: a folder swapped for
+    /// a symlink fails the step that meets it.
+    pub(super) fn open_step_by_step(
+        root: BorrowedFd<'_>,
+        names: &[&OsStr],
+        flags: libc::c_int,
+    ) -> io::Result<OwnedFd> {
+        let Some((last, folders)) = names.split_last() else {
+            return open_at(root, OsStr::new("."), flags);
+        };
+        let mut current: Option<OwnedFd> = None;
+        for name in folders {
+            let parent = current.as_ref().map_or(root, |fd| fd.as_fd());
+            current = Some(open_at(parent, name, FOLDER_FLAGS)?);
+        }
+        let parent = current.as_ref().map_or(root, |fd| fd.as_fd());
+        open_at(parent, last, flags)
+    }
+
+    fn open_at(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let name = CString::new(name.as_bytes())?;
+        loop {
+            // SAFETY: `dir` is an open descriptor and `name` a valid C string.
+            let fd = unsafe {
+                libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
+            if fd >= 0 {
+                // SAFETY: `fd` was just opened and is owned by nobody else.
+                return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(symlink_refused(error));
+            }
+        }
+    }
+
+    fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<EntryStat> {
+        let name = CString::new(name.as_bytes())?;
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `dir` is open, `name` is a valid C string, `stat` is writable.
+        let result = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                &mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if result != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(EntryStat {
+            ino: stat.st_ino,
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            is_dir: stat.st_mode & libc::S_IFMT == libc::S_IFDIR,
+        })
+    }
+
+    /// `ELOOP` (a symlink met with `O_NOFOLLOW` or `RESOLVE_NO_SYMLINKS`)
+    /// and `EXDEV` (a way out of the root) say what happened in words.
+    pub(super) fn symlink_refused(error: io::Error) -> io::Error {
+        match error.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::EXDEV) => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a symlink on the way is not followed here; only files inside the project root can be read",
+            ),
+            _ => error,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    pub(super) mod linux {
+        use super::*;
+
+        /// Concurrent renames can make the kernel ask for a retry.
+        const RETRIES: usize = 8;
+
+        pub fn openat2_beneath(
+            root: BorrowedFd<'_>,
+            relative: &OsStr,
+            flags: libc::c_int,
+        ) -> io::Result<OwnedFd> {
+            let path = CString::new(relative.as_bytes())?;
+            // SAFETY: `open_how` is plain data; all-zero is its default.
+            let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+            how.flags = u64::from((flags | libc::O_NOFOLLOW | libc::O_CLOEXEC).cast_unsigned());
+            how.resolve =
+                libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+            let mut last_error = io::Error::from_raw_os_error(libc::EAGAIN);
+            for _ in 0..RETRIES {
+                // SAFETY: `root` is open, `path` a valid C string, `how` a
+                // valid `open_how` whose size is passed along.
+                let fd = unsafe {
+                    libc::syscall(
+                        libc::SYS_openat2,
+                        root.as_raw_fd(),
+                        path.as_ptr(),
+                        &how as *const libc::open_how,
+                        std::mem::size_of::<libc::open_how>(),
+                    )
+                };
+                if fd >= 0 {
+                    let fd = i32::try_from(fd).map_err(io::Error::other)?;
+                    // SAFETY: `fd` was just opened and is owned by nobody else.
+                    return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+                }
+                last_error = io::Error::last_os_error();
+                match last_error.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => continue,
+                    _ => return Err(symlink_refused(last_error)),
+                }
+            }
+            Err(last_error)
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod other {
+    use super::*;
+
+    /// Nothing to hold without `openat`.
+    #[derive(Debug, Default)]
+    pub struct LastFolder;
+
+    /// The project root. Without `openat`, paths are opened by name and
+    /// checked after the open: the real location must still be inside the
+    /// root (a swap between the open and the check is the remaining gap).
+    #[derive(Debug)]
+    pub struct RootDir {
+        path: PathBuf,
+    }
+
+    impl RootDir {
+        pub fn open(root: &Path) -> io::Result<Self> {
+            if !root.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "the project root is not a folder",
+                ));
+            }
+            Ok(Self {
+                path: root.to_path_buf(),
+            })
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.path
+        }
+
+        pub fn uses_openat2(&self) -> bool {
+            false
+        }
+
+        pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
+            let path = self.located(relative)?;
+            if std::fs::symlink_metadata(&path)?.file_type().is_symlink() {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "a symlink on the way is not followed here; only files inside the project root can be read",
+                ));
+            }
+            let opened = regular_only(File::open(&path)?)?;
+            self.still_inside(&path)?;
+            Ok(opened)
+        }
+
+        pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
+            let path = self.located(relative)?;
+            if let Some(parent) = path.parent() {
+                self.still_inside(parent)?;
+            }
+            let metadata = std::fs::symlink_metadata(&path)?;
+            Ok(EntryStat {
+                ino: 0,
+                size: metadata.len(),
+                is_dir: metadata.is_dir(),
+            })
+        }
+
+        pub fn entry_stat_in(
+            &self,
+            relative: &Path,
+            _last: &mut LastFolder,
+        ) -> io::Result<EntryStat> {
+            self.entry_stat(relative)
+        }
+
+        fn located(&self, relative: &Path) -> io::Result<PathBuf> {
+            Ok(plain_names(relative)?
+                .iter()
+                .fold(self.path.clone(), |mut path, name| {
+                    path.push(name);
+                    path
+                }))
+        }
+
+        fn still_inside(&self, path: &Path) -> io::Result<()> {
+            if dunce::canonicalize(path)?.starts_with(&self.path) {
+                Ok(())
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the path leads outside the project root",
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn root_with(files: &[(&str, &str)]) -> (tempfile::TempDir, RootDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let opener = RootDir::open(&root).unwrap();
+        (dir, opener)
+    }
+
+    #[test]
+    fn sniff_allows_a_cut_multibyte_char() {
+        let mut sample = "aé".as_bytes().to_vec();
+        sample.pop();
+        assert!(!looks_binary(&sample));
+        assert!(looks_binary(b"a\xffb"));
+        assert!(looks_binary(b"a\0b"));
+    }
+
+    #[test]
+    fn opens_plain_files_and_refuses_folders_and_parent_steps() {
+        let (_d, root) = root_with(&[("a/b.txt", "inside")]);
+        let open = |path: &str| root.open_file(Path::new(path));
+        let stat = |path: &str| root.entry_stat(Path::new(path));
+        let text = io::read_to_string(open("a/b.txt").unwrap().0).unwrap();
+        assert_eq!(text, "inside");
+        let error = open("a").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::IsADirectory, "{error}");
+        assert!(open("a/../a/b.txt").is_err());
+        assert!(open("../etc/passwd").is_err());
+        assert!(open("/etc/passwd").is_err());
+        assert_eq!(
+            open("a/missing").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let file = stat("a/b.txt").unwrap();
+        assert_eq!((file.size, file.is_dir), (6, false));
+        assert!(stat("a").unwrap().is_dir);
+        assert!(stat(".").unwrap().is_dir);
+        let mut last = LastFolder::default();
+        for path in ["a/b.txt", "a/b.txt", "a", "a/b.txt"] {
+            let held = root.entry_stat_in(Path::new(path), &mut last).unwrap();
+            assert_eq!(held, stat(path).unwrap(), "{path}");
+        }
+        assert!(
+            root.entry_stat_in(Path::new("a/missing"), &mut last)
+                .is_err()
+        );
+    }
+
+    /// Both ways of opening: `openat2` where the kernel has it, and the
+    /// `openat` walk used where it is refused.
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_never_followed_on_the_way_or_at_the_end() {
+        use std::os::unix::fs::symlink;
+        for fallback in [false, true] {
+            let (_d, root) = root_with(&[("a/b.txt", "inside"), ("a/c/d.txt", "deeper")]);
+            let root = if fallback {
+                root.without_openat2()
+            } else {
+                root
+            };
+            let outside = tempfile::tempdir().unwrap();
+            fs::write(outside.path().join("b.txt"), "MARKER").unwrap();
+            symlink(outside.path(), root.path().join("out")).unwrap();
+            symlink(root.path().join("a"), root.path().join("inside-link")).unwrap();
+            symlink(outside.path().join("b.txt"), root.path().join("file-link")).unwrap();
+            symlink(outside.path(), root.path().join("a/c/out")).unwrap();
+            for path in [
+                "out/b.txt",
+                "inside-link/b.txt",
+                "file-link",
+                "a/c/out/b.txt",
+            ] {
+                let error = root.open_file(Path::new(path)).unwrap_err();
+                assert!(
+                    error.to_string().contains("symlink")
+                        || error.raw_os_error() == Some(libc::ENOTDIR),
+                    "{path} (fallback {fallback}): {error}"
+                );
+            }
+            let (file, _) = root.open_file(Path::new("a/c/d.txt")).unwrap();
+            assert_eq!(io::read_to_string(file).unwrap(), "deeper");
+            assert!(root.entry_stat(Path::new("out/b.txt")).is_err());
+            assert!(root.entry_stat(Path::new("a/c/out/b.txt")).is_err());
+            // The link itself can be looked at, not through.
+            assert!(!root.entry_stat(Path::new("out")).unwrap().is_dir);
+            let mut last = LastFolder::default();
+            assert!(
+                root.entry_stat_in(Path::new("a/c/out/b.txt"), &mut last)
+                    .is_err()
+            );
+            assert!(
+                root.entry_stat_in(Path::new("a/c/d.txt"), &mut last)
+                    .is_ok()
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_openat_walk_refuses_what_openat2_refuses() {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join("a")).unwrap();
+        fs::write(root.join("a/b.txt"), "inside").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("b.txt"), "MARKER").unwrap();
+        symlink(outside.path(), root.join("out")).unwrap();
+        let handle = File::open(&root).unwrap();
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        let steps = |names: &[&str]| {
+            let names: Vec<&OsStr> = names.iter().map(OsStr::new).collect();
+            unix::open_step_by_step(handle.as_fd(), &names, flags)
+        };
+        let fd = steps(&["a", "b.txt"]).unwrap();
+        assert_eq!(io::read_to_string(File::from(fd)).unwrap(), "inside");
+        // A folder step that meets a symlink fails (ENOTDIR or ELOOP).
+        assert!(steps(&["out", "b.txt"]).is_err());
+        symlink(outside.path().join("b.txt"), root.join("a/link")).unwrap();
+        let error = steps(&["a", "link"]).unwrap_err();
+        assert!(error.to_string().contains("symlink"), "{error}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let (_d, root) = root_with(&[]);
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.path().join("pipe"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let error = root.open_file(Path::new("pipe")).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+    }
+}
