@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod config;
 pub mod editor_config;
+pub mod index;
 pub mod logging;
 pub mod project;
 pub mod runner;
