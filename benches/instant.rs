@@ -390,7 +390,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> (usize, usize) {
         },
         mark(rss_met)
     );
-    let idle_met = mb(scan_idle_kib) <= 10.0;
+    let idle_met = mb(ours_start_kib) <= 10.0;
     verdicts.push(idle_met);
     println!(
         "{:<34} {:>9.1} MB {:>9.1} MB {:>12} {:>9}  ≤ 10 MB {}",
