@@ -23,6 +23,8 @@
 //! - `BENCH_IDLE_SECS`: the idle pause before the repeat queries (default 2).
 //! - `BENCH_RG`, `BENCH_FD`: the ripgrep and fd binaries (default `rg`, and
 //!   `fdfind` or `fd`).
+//! - `BENCH_SERVER`: another build of the server to measure (default: this
+//!   one's).
 
 mod support;
 
@@ -68,6 +70,7 @@ const REGEX_TARGET: f64 = 30.0;
 fn main() {
     let settings = settings();
     println!("mcp-project-helper instant-search benchmark (issue 8)");
+    println!("server {}", support::server_binary());
     println!(
         "rg {} / fd {} (-j {}); load average {}",
         tool_version(&settings.rg),

@@ -28,7 +28,7 @@ use mcp_project_helper::tools::search::{
 };
 use serde_json::json;
 use support::{
-    CpuTimes, SERVER, Session, corpus_size, initialize_request, load_average, mark, median, ms,
+    CpuTimes, Session, corpus_size, initialize_request, load_average, mark, median, ms,
     tool_version,
 };
 
@@ -142,7 +142,7 @@ fn main() {
         verdicts.push(met);
     }
 
-    println!("\nserver binary {SERVER}");
+    println!("\nserver binary {}", support::server_binary());
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo_project");
     let (cold, baseline) = cold_start(&demo);
     let cold_met = cold <= Duration::from_millis(5);

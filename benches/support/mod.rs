@@ -13,6 +13,11 @@ use serde_json::{Value, json};
 
 pub const SERVER: &str = env!("CARGO_BIN_EXE_mcp-project-helper");
 
+/// The server binary sessions start: `BENCH_SERVER`, else this build's.
+pub fn server_binary() -> String {
+    std::env::var("BENCH_SERVER").unwrap_or_else(|_| SERVER.to_string())
+}
+
 /// The walker's skip list and the built-in deny-list, as ripgrep and fd
 /// globs.
 pub const EXCLUDES: &[&str] = &[
@@ -155,7 +160,7 @@ impl Session {
     }
 
     fn spawn(root: &Path, args: &[&str], logged: bool) -> Session {
-        let mut command = Command::new(SERVER);
+        let mut command = Command::new(server_binary());
         command
             .arg("--root")
             .arg(root)
