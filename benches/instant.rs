@@ -632,12 +632,12 @@ fn regex_around(word: &str, index: usize) -> String {
 }
 
 /// A folder of the corpus with about 40 entries (the one closest to 40
-/// among the top two levels), and its entry count.
+/// among the top three levels), and its entry count.
 fn folder_with_about_40_entries(root: &Path) -> (String, usize) {
     let mut best: Option<(usize, String, usize)> = None;
     for entry in walkdir::WalkDir::new(root)
         .min_depth(1)
-        .max_depth(2)
+        .max_depth(3)
         .sort_by_file_name()
         .into_iter()
         .filter_map(Result::ok)
