@@ -15,9 +15,11 @@
 //! walker's skip list and the built-in deny-list excluded, line numbers on;
 //! its output is read through a pipe and counted, as a client would.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mcp_project_helper::config::IndexConfig;
@@ -26,25 +28,11 @@ use mcp_project_helper::security::PathGate;
 use mcp_project_helper::tools::search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, OutputMode, SearchInput, search,
 };
-use serde_json::{Value, json};
-
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-project-helper");
-
-/// The walker's skip list and the built-in deny-list, as ripgrep globs.
-const RG_EXCLUDES: &[&str] = &[
-    "!.git/",
-    "!.venv/",
-    "!__pycache__/",
-    "!node_modules/",
-    "!target/",
-    "!*.egg-info/",
-    "!.env",
-    "!.env.*",
-    "!*.pem",
-    "!*.key",
-    "!id_rsa*",
-    "!id_ed25519*",
-];
+use serde_json::json;
+use support::{
+    CpuTimes, Session, corpus_size, initialize_request, load_average, mark, median, ms,
+    tool_version,
+};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Goal {
@@ -116,7 +104,7 @@ fn main() {
     );
     println!(
         "rg       {} (-j {})",
-        rg_version(&settings.rg),
+        tool_version(&settings.rg),
         settings.threads
     );
     println!(
@@ -156,7 +144,7 @@ fn main() {
         verdicts.push(met);
     }
 
-    println!("\nserver binary {SERVER}");
+    println!("\nserver binary {}", support::server_binary());
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo_project");
     let (cold, baseline) = cold_start(&demo);
     let cold_met = cold <= Duration::from_millis(5);
@@ -314,78 +302,13 @@ fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
 
 /// Runs rg and counts its output lines; the time includes starting rg.
 fn run_rg(settings: &Settings, query: &Query) -> (Duration, u64) {
-    let mut command = Command::new(&settings.rg);
-    command
-        .args(["--no-config", "-j"])
-        .arg(settings.threads.to_string())
-        .args([
-            "--hidden",
-            "--no-ignore-parent",
-            "--no-require-git",
-            "--no-ignore-global",
-            "--no-ignore-exclude",
-            "--max-filesize",
-            "2M",
-            "--line-number",
-            "--no-heading",
-            "--color",
-            "never",
-        ]);
-    for glob in RG_EXCLUDES {
-        command.args(["-g", glob]);
-    }
-    if !query.regex {
-        command.arg("--fixed-strings");
-    }
-    command
-        .args(["-e", query.text, "."])
-        .current_dir(&settings.corpus)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let started = Instant::now();
-    let mut child = command.spawn().expect("start rg (set BENCH_RG)");
-    let mut stdout = child.stdout.take().expect("rg stdout");
-    let mut buffer = vec![0u8; 1 << 16];
-    let mut lines = 0u64;
-    loop {
-        match stdout.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => lines += memchr::memchr_iter(b'\n', &buffer[..n]).count() as u64,
-            Err(error) => panic!("reading rg output: {error}"),
-        }
-    }
-    let status = child.wait().expect("wait for rg");
-    let elapsed = started.elapsed();
-    // 0: matches, 1: none; 2 means rg hit an error (it still searched the rest).
-    assert!(
-        matches!(status.code(), Some(0 | 1)),
-        "rg failed with {status}"
-    );
-    (elapsed, lines)
-}
-
-fn rg_version(rg: &str) -> String {
-    Command::new(rg)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.lines().next().map(str::to_string))
-        .unwrap_or_else(|| format!("{rg} (version unknown)"))
-}
-
-fn corpus_size(root: &Path) -> (usize, u64) {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_file())
-        .fold((0, 0), |(files, bytes), entry| {
-            (
-                files + 1,
-                bytes + entry.metadata().map_or(0, |meta| meta.len()),
-            )
-        })
+    support::run_rg(
+        &settings.rg,
+        settings.threads,
+        &settings.corpus,
+        query.text,
+        query.regex,
+    )
 }
 
 /// Spawn to the `initialize` answer, and the same for `/bin/cat` echoing
@@ -497,185 +420,4 @@ fn memory_and_mcp_search(settings: &Settings, root: &Path) -> Memory {
         search_hits,
         mcp_search,
     }
-}
-
-fn initialize_request() -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": { "name": "bench", "version": "0" }
-        }
-    })
-}
-
-/// The server binary driven over stdio with raw JSON-RPC lines.
-struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(root: &Path) -> Session {
-        let mut child = Command::new(SERVER)
-            .arg("--root")
-            .arg(root)
-            .env_remove("MCP_PROJECT_HELPER_ROOT")
-            .env_remove("PROJECT_ROOT")
-            .env_remove("MCP_PROJECT_HELPER_CONFIG")
-            .env_remove("MCP_PROJECT_HELPER_LOG_FILE")
-            .env_remove("MCP_PROJECT_HELPER_LOG_LEVEL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the server binary");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("server stdout"));
-        Session {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("server stdin");
-        let mut line = serde_json::to_vec(message).expect("JSON");
-        line.push(b'\n');
-        stdin.write_all(&line).expect("write to the server");
-        stdin.flush().expect("flush to the server");
-    }
-
-    /// Reads lines until the response with `id`.
-    fn response(&mut self, id: u64) -> Value {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = self.stdout.read_line(&mut line).expect("read the server");
-            assert!(read > 0, "the server closed stdout");
-            let message: Value = serde_json::from_str(&line).expect("server sent JSON");
-            if message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "error answer: {message}");
-                return message;
-            }
-        }
-    }
-
-    fn initialize(&mut self) {
-        self.send(&initialize_request());
-        let answer = self.response(0);
-        assert_eq!(answer["result"]["serverInfo"]["name"], "mcp-project-helper");
-        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-    }
-
-    /// A tool call that must succeed; returns its structuredContent.
-    fn call_tool(&mut self, name: &str, arguments: &Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "tools/call",
-            "params": { "name": name, "arguments": arguments }
-        }));
-        let mut answer = self.response(id);
-        let result = answer["result"].take();
-        assert_ne!(result["isError"], json!(true), "{name} failed: {result}");
-        result["structuredContent"].clone()
-    }
-
-    /// VmHWM: the highest resident set size the process has had.
-    fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("read /proc/<pid>/status (Linux only)");
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM in /proc/<pid>/status")
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // Closing stdin ends the session; the server exits on EOF.
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// CPU time used so far by this process (all its threads, finished ones
-/// included) and by its waited-for children, from /proc/self/stat.
-struct CpuTimes {
-    own: Duration,
-    children: Duration,
-}
-
-impl CpuTimes {
-    fn now() -> CpuTimes {
-        let stat =
-            std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat (Linux only)");
-        // Fields after the command name, which ends at the last ')':
-        // utime, stime, cutime, cstime are the 12th to 15th.
-        let fields: Vec<u64> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest)
-            .unwrap_or_default()
-            .split_whitespace()
-            .skip(11)
-            .take(4)
-            .filter_map(|field| field.parse().ok())
-            .collect();
-        assert_eq!(fields.len(), 4, "unexpected /proc/self/stat: {stat}");
-        let ticks = |n: u64| Duration::from_secs_f64(n as f64 / clock_ticks() as f64);
-        CpuTimes {
-            own: ticks(fields[0] + fields[1]),
-            children: ticks(fields[2] + fields[3]),
-        }
-    }
-}
-
-/// Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux).
-fn clock_ticks() -> u64 {
-    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|out| String::from_utf8(out.stdout).ok())
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(100)
-    })
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_string())
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
-
-fn mark(met: bool) -> &'static str {
-    if met { "met" } else { "MISSED" }
 }

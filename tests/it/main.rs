@@ -7,6 +7,7 @@ mod common;
 mod container;
 mod demo_requests;
 mod evidence;
+mod freshness;
 mod host_configs;
 mod hostile;
 mod hostile_gate;

@@ -32,13 +32,14 @@ pub fn demo_root() -> PathBuf {
 /// from whoever runs the tests.
 /// The server's settings variables: every spawn of the server, directly or
 /// through a host CLI, removes them so the developer's environment cannot leak in.
-pub const SETTINGS_ENV: [&str; 6] = [
+pub const SETTINGS_ENV: [&str; 7] = [
     "MCP_PROJECT_HELPER_ROOT",
     "PROJECT_ROOT",
     "MCP_PROJECT_HELPER_CONFIG",
     "MCP_PROJECT_HELPER_DOCS_ROOT",
     "MCP_PROJECT_HELPER_LOG_FILE",
     "MCP_PROJECT_HELPER_LOG_LEVEL",
+    "MCP_PROJECT_HELPER_WATCH",
 ];
 
 /// The server's command with a clean environment. `root: None` leaves the
