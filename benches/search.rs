@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mcp_project_helper::cancel::Cancel;
 use mcp_project_helper::security::PathGate;
 use mcp_project_helper::tools::search::{
     DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, OutputMode, SearchInput, search,
@@ -249,6 +250,7 @@ fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
         context_lines: 0,
         output_mode: OutputMode::Content,
         offset: 0,
+        include_ignored: false,
     };
     let (_, hits, truncated) = run_ours(gate, &input);
     let (_, rg_lines) = run_rg(settings, query);
@@ -298,7 +300,7 @@ fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
 
 fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
     let started = Instant::now();
-    let output = search(gate, input).expect("search succeeds");
+    let output = search(gate, input, &Cancel::never()).expect("search succeeds");
     (started.elapsed(), output.count, output.truncated)
 }
 

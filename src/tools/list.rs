@@ -3,13 +3,17 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::{JsonBudget, Status, ToolError};
+use crate::cancel::Cancel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 pub const MAX_DEPTH: u32 = 5;
 pub const DEFAULT_MAX_ENTRIES: usize = 500;
 pub const MAX_ENTRIES_CAP: usize = 2000;
+/// Largest answer as JSON text (escapes counted in full): the tool's
+/// declared size hint. A listing that would outgrow it is cut, `truncated`.
+pub const MAX_RESULT_CHARS: usize = 400_000;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ListInput {
@@ -24,6 +28,9 @@ pub struct ListInput {
     #[serde(default = "default_max_entries")]
     #[schemars(range(min = 1, max = MAX_ENTRIES_CAP))]
     pub max_entries: usize,
+    /// Also list what .gitignore/.ignore or the built-in skip list (node_modules, target, .venv …) hide. Secrets stay hidden.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn default_path() -> String {
@@ -67,8 +74,8 @@ pub struct ListOutput {
 impl ListInput {
     pub fn log_params(&self) -> String {
         format!(
-            "path={:?} depth={} max_entries={}",
-            self.path, self.depth, self.max_entries
+            "path={:?} depth={} max_entries={} include_ignored={}",
+            self.path, self.depth, self.max_entries, self.include_ignored
         )
     }
 }
@@ -79,7 +86,7 @@ impl ListOutput {
     }
 }
 
-pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
+pub fn list(gate: &PathGate, input: &ListInput, cancel: &Cancel) -> Result<ListOutput, ToolError> {
     let depth = input.depth.clamp(1, MAX_DEPTH) as usize;
     let max_entries = input.max_entries.clamp(1, MAX_ENTRIES_CAP);
     let start = gate.resolve(&input.path)?;
@@ -89,13 +96,24 @@ pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError>
             start.relative
         )));
     }
-    let found = walk::walk(gate, &start, Some(depth))
+    let options = WalkOptions {
+        include_ignored: input.include_ignored,
+        cancel: cancel.clone(),
+    };
+    let found = walk::walk(gate, &start, Some(depth), &options)
         .map_err(|error| ToolError::io(&start.relative, &error))?;
-    let truncated = found.len() > max_entries;
-    let entries: Vec<ListEntry> = found
-        .into_iter()
-        .take(max_entries)
-        .map(|entry| ListEntry {
+    ToolError::check_cancel(cancel)?;
+    let mut output = ListOutput {
+        status: Status::Success,
+        path: start.relative,
+        entries: Vec::new(),
+        count: 0,
+        truncated: false,
+    };
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    let total = found.len();
+    for entry in found.into_iter().take(max_entries) {
+        let listed = ListEntry {
             name: entry
                 .relative
                 .rsplit('/')
@@ -105,15 +123,15 @@ pub fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError>
             path: entry.relative,
             kind: entry.kind,
             size: entry.size,
-        })
-        .collect();
-    Ok(ListOutput {
-        status: Status::Success,
-        path: start.relative,
-        count: entries.len(),
-        entries,
-        truncated,
-    })
+        };
+        if !budget.take(&listed) {
+            break;
+        }
+        output.entries.push(listed);
+    }
+    output.count = output.entries.len();
+    output.truncated = total > output.count;
+    Ok(output)
 }
 
 #[cfg(test)]
@@ -135,7 +153,36 @@ mod tests {
             path: path.into(),
             depth,
             max_entries,
+            include_ignored: false,
         }
+    }
+
+    fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
+        super::list(gate, input, &Cancel::never())
+    }
+
+    #[test]
+    fn include_ignored_shows_skipped_folders_but_not_secrets() {
+        let (_d, gate) = project();
+        let mut all = input(".", 1, 500);
+        all.include_ignored = true;
+        let out = list(&gate, &all).unwrap();
+        let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, vec!["a", "node_modules", "top.txt"]);
+    }
+
+    #[test]
+    fn hostile_names_stay_within_the_size_hint() {
+        let name = "\u{1}".repeat(250);
+        let files: Vec<(String, &str)> = (0..MAX_ENTRIES_CAP)
+            .map(|i| (format!("{i:04}{name}"), ""))
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let (_d, gate) = crate::tools::temp_project(&refs);
+        let out = list(&gate, &input(".", 1, MAX_ENTRIES_CAP)).unwrap();
+        let written = serde_json::to_string(&out).unwrap();
+        assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
+        assert!(out.truncated && out.count > 0);
     }
 
     #[test]
