@@ -204,7 +204,7 @@ fn builder(
     include_ignored: bool,
 ) -> WalkBuilder {
     let root = gate.root().to_path_buf();
-    let rules = (!include_ignored).then(|| ignore_rules::RuleTree::new(&root, &start.real));
+    let rules = (!include_ignored).then(|| ignore_rules::RuleTree::new(gate, &start.real));
     let filter_gate = gate.clone();
     let mut builder = WalkBuilder::new(&start.real);
     builder

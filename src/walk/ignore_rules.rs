@@ -9,8 +9,10 @@
 //! [`MAX_IGNORE_LINES`]; the rest is not, and a warning is logged once. A
 //! hostile file (100,000 globs) would otherwise cost seconds and gigabytes
 //! on every call. Not honoring lines only shows more files, never fewer, and
-//! the deny-list is separate. Only regular files are read (a FIFO named
-//! `.gitignore` cannot block a walk), and symlinks are not followed.
+//! the deny-list is separate. Ignore files are opened through the gate's
+//! opener, like every file the tools read: regular files only (a FIFO named
+//! `.gitignore` cannot block a walk), never through a symlink, never from
+//! outside the root.
 //!
 //! Compiled rules are cached by file and (size, modification time, inode),
 //! so concurrent and later calls share them, and an edited file is read
@@ -27,6 +29,8 @@ use std::time::SystemTime;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::security::PathGate;
 
 /// Bytes of one ignore file that are honored.
 pub const MAX_IGNORE_BYTES: u64 = 64 * 1024;
@@ -47,10 +51,10 @@ struct Chain {
 }
 
 impl Chain {
-    fn new(folder: &Path, parent: Option<Arc<Chain>>) -> Arc<Chain> {
+    fn new(gate: &PathGate, folder: &Path, parent: Option<Arc<Chain>>) -> Arc<Chain> {
         Arc::new(Chain {
-            ignore: load(&folder.join(".ignore"), folder),
-            git: load(&folder.join(".gitignore"), folder),
+            ignore: load(gate, &folder.join(".ignore"), folder),
+            git: load(gate, &folder.join(".gitignore"), folder),
             parent,
         })
     }
@@ -77,24 +81,28 @@ impl Chain {
 /// The ignore rules of one walk: from the root down to the walk's start,
 /// then each folder below as the walk reaches it.
 pub struct RuleTree {
+    gate: PathGate,
     start: PathBuf,
     chains: RwLock<HashMap<PathBuf, Arc<Chain>>>,
 }
 
 impl RuleTree {
-    /// Reads the ignore files from `root` down to `start` (inclusive).
-    pub fn new(root: &Path, start: &Path) -> RuleTree {
-        let mut chain = Chain::new(root, None);
+    /// Reads the ignore files from the gate's root down to `start`
+    /// (inclusive).
+    pub fn new(gate: &PathGate, start: &Path) -> RuleTree {
+        let root = gate.root();
+        let mut chain = Chain::new(gate, root, None);
         if let Ok(rest) = start.strip_prefix(root) {
             let mut folder = root.to_path_buf();
             for part in rest.components() {
                 folder.push(part);
-                chain = Chain::new(&folder, Some(chain));
+                chain = Chain::new(gate, &folder, Some(chain));
             }
         }
         let mut chains = HashMap::new();
         chains.insert(start.to_path_buf(), chain);
         RuleTree {
+            gate: gate.clone(),
             start: start.to_path_buf(),
             chains: RwLock::new(chains),
         }
@@ -120,7 +128,7 @@ impl RuleTree {
             // Nothing above the start is walked; a stray path gets its rules.
             _ => return self.start_chain(),
         };
-        let chain = Chain::new(folder, Some(parent));
+        let chain = Chain::new(&self.gate, folder, Some(parent));
         if let Ok(mut chains) = self.chains.write() {
             chains.insert(folder.to_path_buf(), chain.clone());
         }
@@ -171,21 +179,18 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, (Stamp, Rules)>> {
 
 /// The rules of the ignore file at `file` (in `folder`), from the cache
 /// when the file is unchanged.
-fn load(file: &Path, folder: &Path) -> Rules {
-    let metadata = std::fs::symlink_metadata(file).ok()?;
-    if !metadata.is_file() {
-        return None;
-    }
+fn load(gate: &PathGate, file: &Path, folder: &Path) -> Rules {
+    let (handle, metadata) = gate.open_file_with_metadata(file).ok()?;
     let stamp = Stamp::of(&metadata);
     let Ok(mut cache) = cache().lock() else {
-        return compile(file, folder);
+        return compile(handle, file, folder);
     };
     if let Some((cached, rules)) = cache.get(file)
         && *cached == stamp
     {
         return rules.clone();
     }
-    let rules = compile(file, folder);
+    let rules = compile(handle, file, folder);
     if cache.len() >= MAX_CACHED_FILES {
         cache.clear();
     }
@@ -193,10 +198,9 @@ fn load(file: &Path, folder: &Path) -> Rules {
     rules
 }
 
-fn compile(file: &Path, folder: &Path) -> Rules {
+fn compile(handle: File, file: &Path, folder: &Path) -> Rules {
     let mut text = Vec::new();
-    open_regular(file)
-        .ok()?
+    handle
         .take(MAX_IGNORE_BYTES + 1)
         .read_to_end(&mut text)
         .ok()?;
@@ -223,30 +227,12 @@ fn compile(file: &Path, folder: &Path) -> Rules {
     builder.build().ok().map(Arc::new)
 }
 
-/// Opens a regular file without following a symlink and without blocking
-/// on a FIFO swapped in since it was looked at.
-fn open_regular(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(path)?;
-    if file.metadata()?.is_file() {
-        Ok(file)
-    } else {
-        Err(std::io::Error::other("not a regular file"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
 
-    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let root = dunce::canonicalize(dir.path()).unwrap();
         for (path, text) in files {
@@ -254,17 +240,18 @@ mod tests {
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             fs::write(path, text).unwrap();
         }
-        (dir, root)
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        (dir, gate, root)
     }
 
     #[test]
     fn deepest_rule_decides_and_ignore_outranks_gitignore() {
-        let (_d, root) = tree(&[
+        let (_d, gate, root) = tree(&[
             (".gitignore", "*.log\nbuild/\n"),
             ("sub/.gitignore", "!keep.log\n"),
             (".ignore", "!special.log\n"),
         ]);
-        let rules = RuleTree::new(&root, &root);
+        let rules = RuleTree::new(&gate, &root);
         assert!(!rules.admits(&root.join("a.log"), false));
         assert!(!rules.admits(&root.join("build"), true));
         assert!(rules.admits(&root.join("build"), false));
@@ -277,21 +264,21 @@ mod tests {
     fn a_huge_ignore_file_is_honored_only_up_to_its_limits() {
         let mut text: String = (0..MAX_IGNORE_LINES).map(|i| format!("g{i}*\n")).collect();
         text.push_str("late.txt\n");
-        let (_d, root) = tree(&[(".gitignore", &text)]);
-        let rules = RuleTree::new(&root, &root);
+        let (_d, gate, root) = tree(&[(".gitignore", &text)]);
+        let rules = RuleTree::new(&gate, &root);
         assert!(!rules.admits(&root.join("g7x"), false));
         assert!(rules.admits(&root.join("late.txt"), false));
     }
 
     #[test]
     fn compiled_rules_are_shared_until_the_file_changes() {
-        let (_d, root) = tree(&[(".gitignore", "a.txt\n")]);
+        let (_d, gate, root) = tree(&[(".gitignore", "a.txt\n")]);
         let file = root.join(".gitignore");
-        let first = load(&file, &root).unwrap();
-        let again = load(&file, &root).unwrap();
+        let first = load(&gate, &file, &root).unwrap();
+        let again = load(&gate, &file, &root).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         fs::write(&file, "b.txt\nc.txt\n").unwrap();
-        let rules = RuleTree::new(&root, &root);
+        let rules = RuleTree::new(&gate, &root);
         assert!(rules.admits(&root.join("a.txt"), false));
         assert!(!rules.admits(&root.join("c.txt"), false));
     }
@@ -299,14 +286,14 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_fifo_or_symlink_is_not_read() {
-        let (_d, root) = tree(&[("outside.txt", "*\n")]);
+        let (_d, gate, root) = tree(&[("outside.txt", "*\n")]);
         std::os::unix::fs::symlink(root.join("outside.txt"), root.join(".gitignore")).unwrap();
         let status = std::process::Command::new("mkfifo")
             .arg(root.join(".ignore"))
             .status()
             .unwrap();
         assert!(status.success());
-        let rules = RuleTree::new(&root, &root);
+        let rules = RuleTree::new(&gate, &root);
         assert!(rules.admits(&root.join("x.txt"), false));
     }
 }
