@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use mcp_project_helper::cancel::Cancel;
 use mcp_project_helper::config::IndexConfig;
 use mcp_project_helper::index::TreeModel;
 use mcp_project_helper::security::PathGate;
@@ -239,6 +240,7 @@ fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
         context_lines: 0,
         output_mode: OutputMode::Content,
         offset: 0,
+        include_ignored: false,
     };
     let (_, hits, truncated) = run_ours(gate, &input);
     let (_, rg_lines) = run_rg(settings, query);
@@ -296,7 +298,7 @@ fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
         },
     );
     let started = Instant::now();
-    let output = search(gate, &no_model, input).expect("search succeeds");
+    let output = search(gate, &no_model, input, &Cancel::never()).expect("search succeeds");
     (started.elapsed(), output.count, output.truncated)
 }
 

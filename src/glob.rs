@@ -4,6 +4,12 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
+/// Longest glob accepted, in characters.
+pub const MAX_GLOB_CHARS: usize = 1024;
+/// Most wildcards (`*`, `?`, `[`) and alternation marks (`{`, `,`) in one
+/// glob: each one grows the compiled matcher, and real patterns use a few.
+pub const MAX_GLOB_WILDCARDS: usize = 64;
+
 /// A pattern that is empty or does not parse; the message says what is
 /// allowed.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +25,24 @@ pub struct PathGlob {
 }
 
 impl PathGlob {
+    /// Refuses a glob over [`MAX_GLOB_CHARS`] or [`MAX_GLOB_WILDCARDS`]
+    /// before compiling it: the matcher's size grows with both.
     pub fn new(pattern: &str) -> Result<Self, GlobError> {
+        if pattern.len() > MAX_GLOB_CHARS && pattern.chars().count() > MAX_GLOB_CHARS {
+            return Err(GlobError(format!(
+                "glob is {} characters long; at most {MAX_GLOB_CHARS} characters are allowed",
+                pattern.chars().count()
+            )));
+        }
+        let wildcards = pattern
+            .bytes()
+            .filter(|b| matches!(b, b'*' | b'?' | b'[' | b'{' | b','))
+            .count();
+        if wildcards > MAX_GLOB_WILDCARDS {
+            return Err(GlobError(format!(
+                "glob has {wildcards} wildcards; at most {MAX_GLOB_WILDCARDS} of *, ?, [, {{ and , are allowed"
+            )));
+        }
         let trimmed = pattern.trim().trim_start_matches("./");
         if trimmed.is_empty() {
             return Err(GlobError(
@@ -99,6 +122,17 @@ mod tests {
                 .to_string()
                 .contains("glob is empty")
         );
+    }
+
+    #[test]
+    fn huge_or_wildcard_heavy_globs_are_refused_before_compiling() {
+        let long = "a".repeat(MAX_GLOB_CHARS + 1);
+        let error = PathGlob::new(&long).unwrap_err().to_string();
+        assert!(error.contains("at most 1024 characters"), "{error}");
+        let stars = "*".repeat(MAX_GLOB_WILDCARDS + 1);
+        let error = PathGlob::new(&stars).unwrap_err().to_string();
+        assert!(error.contains("at most 64"), "{error}");
+        assert!(PathGlob::new(&"*/".repeat(MAX_GLOB_WILDCARDS / 2)).is_ok());
     }
 
     #[test]

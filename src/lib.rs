@@ -8,6 +8,7 @@
 //! registers them and converts results; `main`, `report` and
 //! `hosts` are the command line. See docs/architecture.md.
 
+pub mod cancel;
 pub mod checks;
 pub mod cli;
 pub mod config;

@@ -25,6 +25,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::cancel::Cancel;
 use crate::checks::CheckProgress;
 use crate::config::Config;
 use crate::project::{Project, ProjectSlot};
@@ -76,11 +77,16 @@ impl ProjectHelper {
         &self,
         ToolName(tool): ToolName,
         Parameters(input): Parameters<SearchInput>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<SearchOutput>, String> {
         let params = input.log_params();
-        self.call(tool, params, SearchOutput::log_summary, move |p| {
-            tools::search::search(&p.gate, &p.model, &input)
-        })
+        self.call(
+            tool,
+            params,
+            &context,
+            SearchOutput::log_summary,
+            move |p, cancel| tools::search::search(&p.gate, &p.model, &input, cancel),
+        )
         .await
     }
 
@@ -92,11 +98,16 @@ impl ProjectHelper {
         &self,
         ToolName(tool): ToolName,
         Parameters(input): Parameters<ReadInput>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ReadOutput>, String> {
         let params = input.log_params();
-        self.call(tool, params, ReadOutput::log_summary, move |p| {
-            tools::read::read(&p.gate, &input)
-        })
+        self.call(
+            tool,
+            params,
+            &context,
+            ReadOutput::log_summary,
+            move |p, cancel| tools::read::read(&p.gate, &input, cancel),
+        )
         .await
     }
 
@@ -108,11 +119,16 @@ impl ProjectHelper {
         &self,
         ToolName(tool): ToolName,
         Parameters(input): Parameters<ListInput>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<ListOutput>, String> {
         let params = input.log_params();
-        self.call(tool, params, ListOutput::log_summary, move |p| {
-            tools::list::list(&p.gate, &p.model, &input)
-        })
+        self.call(
+            tool,
+            params,
+            &context,
+            ListOutput::log_summary,
+            move |p, cancel| tools::list::list(&p.gate, &p.model, &input, cancel),
+        )
         .await
     }
 
@@ -124,11 +140,16 @@ impl ProjectHelper {
         &self,
         ToolName(tool): ToolName,
         Parameters(input): Parameters<FindInput>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<FindOutput>, String> {
         let params = input.log_params();
-        self.call(tool, params, FindOutput::log_summary, move |p| {
-            tools::find::find(&p.gate, &p.model, &input)
-        })
+        self.call(
+            tool,
+            params,
+            &context,
+            FindOutput::log_summary,
+            move |p, cancel| tools::find::find(&p.gate, &p.model, &input, cancel),
+        )
         .await
     }
 
@@ -140,11 +161,16 @@ impl ProjectHelper {
         &self,
         ToolName(tool): ToolName,
         Parameters(input): Parameters<DocsInput>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<DocsOutput>, String> {
         let params = input.log_params();
-        self.call(tool, params, DocsOutput::log_summary, move |p| {
-            tools::docs::get_docs(p, &input)
-        })
+        self.call(
+            tool,
+            params,
+            &context,
+            DocsOutput::log_summary,
+            move |p, cancel| tools::docs::get_docs(p, &input, cancel),
+        )
         .await
     }
 
@@ -265,26 +291,47 @@ fn to_json<T: serde::Serialize>(output: &T) -> Value {
 impl ProjectHelper {
     /// Runs a tool's blocking work off the async threads, turns a panic into
     /// a tool error (the request must always be answered), and logs one line.
+    /// When the client cancels the request (or leaves), the work's cancel
+    /// flag is raised, and the work stops at its next check.
     async fn call<T, F>(
         &self,
         tool: Cow<'static, str>,
         params: String,
+        context: &RequestContext<RoleServer>,
         summary: fn(&T) -> String,
         work: F,
     ) -> Result<Json<T>, String>
     where
         T: Send + 'static,
-        F: FnOnce(&Project) -> Result<T, ToolError> + Send + 'static,
+        F: FnOnce(&Project, &Cancel) -> Result<T, ToolError> + Send + 'static,
     {
         let started = Instant::now();
         let project = self.project.get().await;
-        let outcome = tokio::task::spawn_blocking(move || work(&project)).await;
+        let cancel = Cancel::never();
+        let flag = cancel.clone();
+        let mut work = tokio::task::spawn_blocking(move || work(&project, &flag));
+        let outcome = tokio::select! {
+            outcome = &mut work => outcome,
+            () = context.ct.cancelled() => {
+                cancel.cancel();
+                work.await
+            }
+            () = self.client_gone.cancelled() => {
+                cancel.cancel();
+                work.await
+            }
+        };
         let duration_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok(output)) => {
                 let summary = summary(&output);
                 tracing::info!(tool = ?tool, %params, status = "success", %summary, duration_ms, "tool call");
                 Ok(Json(output))
+            }
+            Ok(Err(ToolError::Cancelled)) => {
+                tracing::info!(tool = ?tool, %params, status = "cancelled", duration_ms, "tool call");
+                // rmcp drops the answer to a cancelled request.
+                Err(ToolError::Cancelled.to_string())
             }
             Ok(Err(error)) => {
                 tracing::info!(tool = ?tool, %params, status = "error", error = %error, duration_ms, "tool call");

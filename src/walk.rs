@@ -6,7 +6,11 @@
 //! `.ignore` files (also those between the root and the starting folder,
 //! but never above the root), and the deny-list. Symlinks are reported but
 //! never followed, so a walk cannot leave the root. Unreadable or vanishing
-//! entries are skipped.
+//! entries are skipped. With `include_ignored` the skip list and the ignore
+//! files are lifted; the deny-list never is.
+//!
+//! Every walk watches its [`Cancel`] flag between entries, so a cancelled
+//! call stops walking at once.
 //!
 //! The walker reads folders by name, so a folder swapped for a symlink to
 //! an outside folder after it was listed would be read through the link.
@@ -22,10 +26,12 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
+use crate::cancel::Cancel;
 use crate::security::{EntryStat, LastFolder, PathGate, ResolvedPath};
+
+mod ignore_rules;
 
 /// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
@@ -39,6 +45,15 @@ pub enum EntryKind {
     Dir,
     Symlink,
     Other,
+}
+
+/// What a walk includes, and the flag that stops it.
+#[derive(Debug, Clone, Default)]
+pub struct WalkOptions {
+    /// Lift `.gitignore`/`.ignore` and the built-in skip list (never the
+    /// deny-list).
+    pub include_ignored: bool,
+    pub cancel: Cancel,
 }
 
 #[derive(Debug, Clone)]
@@ -83,17 +98,22 @@ pub fn walk(
     gate: &PathGate,
     start: &ResolvedPath,
     max_depth: Option<usize>,
+    options: &WalkOptions,
 ) -> io::Result<Vec<Entry>> {
     ensure_readable(start)?;
     let (sender, receiver) = mpsc::channel();
-    builder(gate, start, max_depth)
+    builder(gate, start, max_depth, options.include_ignored)
         .threads(worker_threads())
         .build_parallel()
         .run(|| {
             let sender = sender.clone();
             let gate = gate.clone();
             let mut last = LastFolder::default();
+            let cancel = options.cancel.clone();
             Box::new(move |result| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
                 if let Some(entry) = result
                     .ok()
                     .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
@@ -108,6 +128,21 @@ pub fn walk(
     let mut entries: Vec<Entry> = receiver.into_iter().collect();
     entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
     Ok(entries)
+}
+
+/// True when the walk `options` describe finds a file under `start`; stops
+/// at the first. A search that found no file to read uses it to say why.
+pub fn holds_files(gate: &PathGate, start: &ResolvedPath, options: &WalkOptions) -> bool {
+    let mut found = false;
+    let _ = walk_sorted(gate, start, None, options, |entry| {
+        found = entry.kind == EntryKind::File;
+        if found {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    found
 }
 
 /// A starting folder that cannot be read is an error, not an empty answer;
@@ -127,13 +162,17 @@ pub fn walk_sorted(
     gate: &PathGate,
     start: &ResolvedPath,
     max_depth: Option<usize>,
+    options: &WalkOptions,
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> io::Result<()> {
     ensure_readable(start)?;
-    let walker = builder(gate, start, max_depth)
+    let walker = builder(gate, start, max_depth, options.include_ignored)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
+        if options.cancel.is_cancelled() {
+            break;
+        }
         if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, None))
             && visit(entry).is_break()
         {
@@ -149,25 +188,33 @@ pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.split('/').cmp(b.split('/'))
 }
 
-/// The settings every walk shares: ignore files, skip list, deny-list, no
-/// symlink following, nothing above the root.
-fn builder(gate: &PathGate, start: &ResolvedPath, max_depth: Option<usize>) -> WalkBuilder {
+/// The settings every walk shares: ignore files and skip list (unless
+/// `include_ignored`), deny-list, no symlink following, nothing above the
+/// root. Ignore files are read here (see [`ignore_rules`]), not by the
+/// `ignore` crate, so that their size is bounded and their compiled rules
+/// are shared between calls.
+fn builder(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    max_depth: Option<usize>,
+    include_ignored: bool,
+) -> WalkBuilder {
     let root = gate.root().to_path_buf();
-    let inherited = ancestor_ignores(&root, &start.real);
+    let rules = (!include_ignored).then(|| ignore_rules::RuleTree::new(gate, &start.real));
     let filter_gate = gate.clone();
     let mut builder = WalkBuilder::new(&start.real);
     builder
         .hidden(false)
         .parents(false)
-        .ignore(true)
-        .git_ignore(true)
+        .ignore(false)
+        .git_ignore(false)
         .git_global(false)
         .git_exclude(false)
         .require_git(false)
         .follow_links(false)
         .max_depth(max_depth)
         .filter_entry(move |entry| {
-            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, &inherited)
+            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, rules.as_ref())
         });
     builder
 }
@@ -181,16 +228,20 @@ pub fn worker_threads() -> usize {
         .unwrap_or(2)
 }
 
-fn is_visible(entry: &DirEntry, root: &Path, gate: &PathGate, inherited: &[Gitignore]) -> bool {
+fn is_visible(
+    entry: &DirEntry,
+    root: &Path,
+    gate: &PathGate,
+    rules: Option<&ignore_rules::RuleTree>,
+) -> bool {
     let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-    if is_dir && is_skipped_dir(&entry.file_name().to_string_lossy()) {
-        return false;
-    }
-    if inherited
-        .iter()
-        .any(|rules| rules.matched(entry.path(), is_dir).is_ignore())
-    {
-        return false;
+    if let Some(rules) = rules {
+        if is_dir && is_skipped_dir(&entry.file_name().to_string_lossy()) {
+            return false;
+        }
+        if !rules.admits(entry.path(), is_dir) {
+            return false;
+        }
     }
     // Folders are pruned here, so nothing below a denied one is read;
     // other entries are checked in `to_entry`, which needs their relative
@@ -227,40 +278,6 @@ fn confirmed(gate: &PathGate, entry: &DirEntry) -> bool {
 
 pub fn is_skipped_dir(name: &str) -> bool {
     SKIPPED_DIRS.contains(&name) || name.ends_with(SKIPPED_DIR_SUFFIX)
-}
-
-/// Ignore files in the folders from the root down to (not including) the
-/// starting folder: the walk itself only reads those at and below its start.
-fn ancestor_ignores(root: &Path, start: &Path) -> Vec<Gitignore> {
-    let Ok(rest) = start.strip_prefix(root) else {
-        return Vec::new();
-    };
-    let mut folders = vec![root.to_path_buf()];
-    let mut current = root.to_path_buf();
-    let parts: Vec<_> = rest.components().collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        current.push(part);
-        folders.push(current.clone());
-    }
-    if parts.is_empty() {
-        return Vec::new();
-    }
-    folders
-        .into_iter()
-        .filter_map(|folder| {
-            let mut builder = GitignoreBuilder::new(&folder);
-            let mut found = false;
-            for name in [".gitignore", ".ignore"] {
-                let file = folder.join(name);
-                if file.is_file() {
-                    found = true;
-                    // A partly broken ignore file still yields its good lines.
-                    let _ = builder.add(file);
-                }
-            }
-            found.then(|| builder.build().ok()).flatten()
-        })
-        .collect()
 }
 
 /// The entry as the tools see it; `None` for the starting folder, vanished
@@ -379,7 +396,7 @@ mod tests {
     fn applies_skip_list_ignores_and_deny_list() {
         let (_dir, gate) = tree();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, None).unwrap();
+        let entries = walk(&gate, &start, None, &WalkOptions::default()).unwrap();
         assert_eq!(
             names(&entries),
             vec![
@@ -430,7 +447,7 @@ mod tests {
     fn depth_limits_the_walk() {
         let (_dir, gate) = tree();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, Some(1)).unwrap();
+        let entries = walk(&gate, &start, Some(1), &WalkOptions::default()).unwrap();
         assert!(entries.iter().all(|e| e.depth == 1));
         assert!(names(&entries).contains(&"src"));
         assert!(!names(&entries).contains(&"src/main.rs"));
@@ -442,7 +459,7 @@ mod tests {
         fs::create_dir_all(gate.root().join("src/build")).unwrap();
         fs::write(gate.root().join("src/build/x.rs"), "x").unwrap();
         let start = gate.resolve("src").unwrap();
-        let entries = walk(&gate, &start, None).unwrap();
+        let entries = walk(&gate, &start, None, &WalkOptions::default()).unwrap();
         // `build/` from the root .gitignore hides src/build; `gen/` from src/.gitignore hides src/gen.
         assert_eq!(
             names(&entries),
@@ -451,10 +468,66 @@ mod tests {
     }
 
     #[test]
+    fn include_ignored_lifts_ignores_and_skip_list_but_not_the_deny_list() {
+        let (_dir, gate) = tree();
+        fs::create_dir_all(gate.root().join(".git")).unwrap();
+        fs::write(gate.root().join(".git/config"), "x").unwrap();
+        let start = gate.resolve(".").unwrap();
+        let options = WalkOptions {
+            include_ignored: true,
+            ..WalkOptions::default()
+        };
+        let entries = walk(&gate, &start, None, &options).unwrap();
+        let names = names(&entries);
+        for shown in [
+            "build/out.txt",
+            "src/gen/out.rs",
+            "node_modules/pkg/index.js",
+            "target/debug/app",
+            "pkg.egg-info/PKG-INFO",
+            "__pycache__/m.pyc",
+        ] {
+            assert!(names.contains(&shown), "{shown} in {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.starts_with(".git/") || *n == ".git"));
+        assert!(!names.contains(&".env") && !names.contains(&"keys/server.key"));
+        let everything = WalkOptions {
+            include_ignored: true,
+            cancel: Cancel::never(),
+        };
+        assert!(holds_files(
+            &gate,
+            &gate.resolve("build").unwrap(),
+            &everything
+        ));
+        assert!(!holds_files(
+            &gate,
+            &gate.resolve("keys").unwrap(),
+            &everything
+        ));
+    }
+
+    #[test]
+    fn a_cancelled_walk_stops() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve(".").unwrap();
+        let options = WalkOptions::default();
+        options.cancel.cancel();
+        assert!(walk(&gate, &start, None, &options).unwrap().is_empty());
+        let mut visited = 0;
+        walk_sorted(&gate, &start, None, &options, |_| {
+            visited += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(visited, 0);
+    }
+
+    #[test]
     fn an_explicit_start_inside_an_ignored_folder_is_walked() {
         let (_dir, gate) = tree();
         let start = gate.resolve("build").unwrap();
-        let entries = walk(&gate, &start, None).unwrap();
+        let entries = walk(&gate, &start, None, &WalkOptions::default()).unwrap();
         assert_eq!(names(&entries), vec!["build/out.txt"]);
     }
 
@@ -467,7 +540,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), gate.root().join("out")).unwrap();
         std::os::unix::fs::symlink(gate.root().join("src"), gate.root().join("src/loop")).unwrap();
         let start = gate.resolve(".").unwrap();
-        let entries = walk(&gate, &start, None).unwrap();
+        let entries = walk(&gate, &start, None, &WalkOptions::default()).unwrap();
         let out = entries.iter().find(|e| e.relative == "out").unwrap();
         assert_eq!(out.kind, EntryKind::Symlink);
         assert!(!names(&entries).iter().any(|n| n.contains("secret")));

@@ -122,7 +122,8 @@ fn pytest_file_under_tests(gate: &PathGate) -> Option<String> {
     let tests = gate.resolve("tests").ok().filter(|dir| dir.real.is_dir())?;
     let mut seen = 0;
     let mut found = None;
-    let walked = walk::walk_sorted(gate, &tests, Some(TESTS_FOLDER_DEPTH), |entry| {
+    let options = walk::WalkOptions::default();
+    let walked = walk::walk_sorted(gate, &tests, Some(TESTS_FOLDER_DEPTH), &options, |entry| {
         seen += 1;
         let name = entry.relative.rsplit('/').next().unwrap_or_default();
         if entry.kind == EntryKind::File

@@ -31,7 +31,7 @@ use watch::{ChangeWatcher, Changes};
 
 use crate::config::IndexConfig;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry, EntryKind};
+use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
 /// scratch each while sorting, so 16 MiB at most.
@@ -439,30 +439,36 @@ fn build(shared: &Shared) -> Option<Live> {
     let mut shards: Vec<Shard> = Vec::new();
     let mut builder = ShardBuilder::new(0);
     let (mut sealed_bytes, mut node_bytes, mut over_limit) = (0usize, 0usize, false);
-    walk::walk_sorted(&shared.gate, &start, None, |found| {
-        if shared.cancelled.load(Ordering::Relaxed) {
-            return ControlFlow::Break(());
-        }
-        let mut node = tree.make_node(found.kind, &found.relative, &found.path, &mut indexer);
-        if let Content::Fresh(trigrams) = &node.content {
-            let id = builder.next_id();
-            builder.add(trigrams);
-            node.content = Content::Base(id);
-        }
-        node_bytes += found.relative.len() + NODE_BYTES;
-        tree.insert(found.relative, node);
-        if builder.pairs() >= SHARD_PAIRS {
-            let next = ShardBuilder::new(builder.next_id());
-            let shard = std::mem::replace(&mut builder, next).finish();
-            sealed_bytes += shard.bytes();
-            shards.push(shard);
-        }
-        if sealed_bytes + node_bytes + builder.pairs() * 16 > shared.limit_bytes {
-            over_limit = true;
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    })
+    walk::walk_sorted(
+        &shared.gate,
+        &start,
+        None,
+        &WalkOptions::default(),
+        |found| {
+            if shared.cancelled.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            let mut node = tree.make_node(found.kind, &found.relative, &found.path, &mut indexer);
+            if let Content::Fresh(trigrams) = &node.content {
+                let id = builder.next_id();
+                builder.add(trigrams);
+                node.content = Content::Base(id);
+            }
+            node_bytes += found.relative.len() + NODE_BYTES;
+            tree.insert(found.relative, node);
+            if builder.pairs() >= SHARD_PAIRS {
+                let next = ShardBuilder::new(builder.next_id());
+                let shard = std::mem::replace(&mut builder, next).finish();
+                sealed_bytes += shard.bytes();
+                shards.push(shard);
+            }
+            if sealed_bytes + node_bytes + builder.pairs() * 16 > shared.limit_bytes {
+                over_limit = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        },
+    )
     .ok()?;
     if over_limit {
         tracing::info!(
@@ -593,7 +599,7 @@ mod tests {
             .build(query.pattern)
             .unwrap();
         let start = gate.resolve(".").unwrap();
-        walk::walk(gate, &start, None)
+        walk::walk(gate, &start, None, &WalkOptions::default())
             .unwrap()
             .into_iter()
             .filter(|e| e.kind == EntryKind::File)
@@ -625,7 +631,7 @@ mod tests {
         let (_dir, gate) = generated_tree(400, 7);
         let model = ready_model(&gate);
         let start = gate.resolve(".").unwrap();
-        let all: Vec<String> = walk::walk(&gate, &start, None)
+        let all: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
             .unwrap()
             .into_iter()
             .filter(|e| e.kind == EntryKind::File)
@@ -747,7 +753,7 @@ mod tests {
             .into_iter()
             .map(|e| e.relative)
             .collect();
-        let walked: Vec<String> = walk::walk(&gate, &start, None)
+        let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
             .unwrap()
             .into_iter()
             .map(|e| e.relative)
@@ -787,7 +793,7 @@ mod tests {
         assert!(!matches!(edited.content, Content::Base(_)));
         let modelled: Vec<String> = live.tree.nodes.keys().map(|k| k.0.clone()).collect();
         let start = gate.resolve(".").unwrap();
-        let walked: Vec<String> = walk::walk(&gate, &start, None)
+        let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
             .unwrap()
             .into_iter()
             .map(|e| e.relative)
@@ -824,7 +830,7 @@ mod tests {
         };
         let walked_files = || -> Vec<String> {
             let start = gate.resolve(".").unwrap();
-            walk::walk(&gate, &start, None)
+            walk::walk(&gate, &start, None, &WalkOptions::default())
                 .unwrap()
                 .into_iter()
                 .filter(|e| e.kind == EntryKind::File)

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use super::ngram::{TrigramScratch, sorted_trigrams};
 use super::watch::Changes;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry, EntryKind};
+use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 /// Files larger than this are not indexed (the searcher skips files over
 /// 2 MiB; a larger file here is simply always a candidate).
@@ -576,7 +576,7 @@ impl Tree {
             return old.len() + 1;
         };
         // A folder that cannot be read shows empty, as the walker shows it.
-        let entries = walk::walk(gate, &start, None).unwrap_or_default();
+        let entries = walk::walk(gate, &start, None, &WalkOptions::default()).unwrap_or_default();
         let mut changed = old.len().abs_diff(entries.len());
         for entry in entries {
             let node =
@@ -669,7 +669,8 @@ impl Tree {
             return removed + 1;
         };
         // A folder that cannot be read shows empty, as the walker shows it.
-        let children = walk::walk(gate, &start, Some(1)).unwrap_or_default();
+        let children =
+            walk::walk(gate, &start, Some(1), &WalkOptions::default()).unwrap_or_default();
         let depth = if dir == "." {
             1
         } else {

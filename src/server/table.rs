@@ -122,23 +122,19 @@ fn first_error<T: serde::de::DeserializeOwned>(value: Value) -> Option<String> {
 }
 
 // Largest result of each tool as JSON text, for Claude Code's per-result
-// budget: the payload a tool's caps allow, times room for JSON escapes and
-// the keys around each value.
+// budget. Each tool cuts its answer by its JSON size, escapes included, so
+// the hint is the limit the tool enforces.
 
-/// Line text is capped in total; paths, line numbers and keys come on top.
-const SEARCH_RESULT_CHARS: u64 = 4 * search::MAX_TEXT_CHARS as u64;
-/// Content is capped in bytes; escapes can more than double it.
-const READ_RESULT_CHARS: u64 = 5 * read::MAX_CONTENT_BYTES as u64 / 2;
-/// About 200 characters per entry (name, path, type, size, keys).
-const LIST_RESULT_CHARS: u64 = 200 * list::MAX_ENTRIES_CAP as u64;
-/// About 300 characters per path.
-const FIND_RESULT_CHARS: u64 = 300 * find::MAX_RESULTS_CAP as u64;
-/// Snippet, heading, file and path per result.
-const DOCS_RESULT_CHARS: u64 = 4 * (docs::MAX_RESULTS_CAP * docs::MAX_SNIPPET_CHARS) as u64;
+const SEARCH_RESULT_CHARS: u64 = search::MAX_RESULT_CHARS as u64;
+const READ_RESULT_CHARS: u64 = read::MAX_RESULT_CHARS as u64;
+const LIST_RESULT_CHARS: u64 = list::MAX_RESULT_CHARS as u64;
+const FIND_RESULT_CHARS: u64 = find::MAX_RESULT_CHARS as u64;
+const DOCS_RESULT_CHARS: u64 = docs::MAX_RESULT_CHARS as u64;
 
-/// Two streams of `output_chars`, with room for escapes.
+/// Two streams of `output_chars`, each character escaped to at most six
+/// (`\u001b`), plus the check name (bounded) and the other fields.
 const fn check_result_chars(output_chars: usize) -> u64 {
-    5 * 2 * output_chars as u64
+    2 * 6 * output_chars as u64 + 4096
 }
 
 fn result_size_meta(max_chars: u64) -> MetaObject {
@@ -210,6 +206,7 @@ fn check_input_schema(project: &Project) -> JsonObject {
         .collect::<Vec<_>>();
     let mut check_name = json!({
         "type": "string",
+        "maxLength": crate::tools::MAX_CHECK_NAME_CHARS,
         "description": if names.is_empty() {
             "No checks are configured for this project; calls will be refused.".to_string()
         } else {
@@ -378,7 +375,7 @@ mod tests {
         let hint_of = |name: &str| hint(&row_tool(&table, name));
         // Each hint leaves room for the largest payload its tool returns,
         // escaped.
-        assert!(hint_of("search_project_files") >= 2 * search::MAX_TEXT_CHARS as u64);
+        assert!(hint_of("search_project_files") >= search::MAX_RESULT_CHARS as u64);
         assert!(hint_of("read_project_file") >= 2 * read::MAX_CONTENT_BYTES as u64);
         assert!(hint_of("list_project_directory") >= 100 * list::MAX_ENTRIES_CAP as u64);
         assert!(hint_of("find_project_files") >= 100 * find::MAX_RESULTS_CAP as u64);
@@ -389,7 +386,7 @@ mod tests {
         assert!(hint_of("run_project_check") >= 4 * output_chars);
         // The check's hint follows the operator's output cap.
         let small = ToolTable::new(1_000);
-        assert_eq!(hint(&row_tool(&small, "run_project_check")), 10_000);
+        assert_eq!(hint(&row_tool(&small, "run_project_check")), 16_096);
     }
 
     #[test]

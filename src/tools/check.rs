@@ -13,6 +13,7 @@ use crate::runner::Ending;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct CheckInput {
     /// Name of a whitelisted check, e.g. `tests`.
+    #[schemars(length(max = super::MAX_CHECK_NAME_CHARS))]
     pub check_name: String,
 }
 
@@ -47,6 +48,7 @@ pub async fn run_check(
     cancelled: impl Future<Output = ()>,
 ) -> Result<Option<CheckOutput>, ToolError> {
     let name = input.check_name.as_str();
+    ToolError::check_size("check_name", name, super::MAX_CHECK_NAME_CHARS)?;
     let Some(run) = catalog
         .run(name, on_progress, cancelled)
         .await

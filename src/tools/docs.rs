@@ -11,14 +11,20 @@ use std::io::Read;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError, cut_chars};
+use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars};
+use crate::cancel::Cancel;
 use crate::project::Project;
 use crate::security::{PathError, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
-use crate::walk::{self, EntryKind, path_order};
+use crate::walk::{self, EntryKind, WalkOptions, path_order};
 
 pub const DEFAULT_MAX_RESULTS: usize = 10;
 pub const MAX_RESULTS_CAP: usize = 50;
 pub const MAX_SNIPPET_CHARS: usize = 800;
+/// Headings are cut to this many characters.
+pub const MAX_HEADING_CHARS: usize = 200;
+/// Largest answer as JSON text (escapes counted in full): the tool's
+/// declared size hint. Results that would outgrow it are cut, `truncated`.
+pub const MAX_RESULT_CHARS: usize = 160_000;
 /// Larger Markdown files are skipped.
 const MAX_DOC_BYTES: u64 = 2 * 1024 * 1024;
 const MARKDOWN_EXTENSIONS: &[&str] = &["md", "markdown", "mdx"];
@@ -27,6 +33,7 @@ const MARKDOWN_EXTENSIONS: &[&str] = &["md", "markdown", "mdx"];
 pub struct DocsInput {
     /// Words or phrase to look for in headings and text (case-insensitive). Omit to list the documents.
     #[serde(default)]
+    #[schemars(length(max = MAX_QUERY_CHARS))]
     pub query: Option<String>,
     /// Maximum number of results to return.
     #[serde(default = "default_max_results")]
@@ -80,7 +87,14 @@ impl DocsOutput {
     }
 }
 
-pub fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, ToolError> {
+pub fn get_docs(
+    project: &Project,
+    input: &DocsInput,
+    cancel: &Cancel,
+) -> Result<DocsOutput, ToolError> {
+    if let Some(query) = &input.query {
+        ToolError::check_size("query", query, MAX_QUERY_CHARS)?;
+    }
     let docs = docs_folder(project)?;
     let query = input
         .query
@@ -88,20 +102,31 @@ pub fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, Tool
         .map(str::trim)
         .filter(|q| !q.is_empty());
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let documents = load_documents(&project.gate, &docs);
+    let documents = load_documents(&project.gate, &docs, cancel);
+    ToolError::check_cancel(cancel)?;
     let mut results: Vec<DocResult> = match query {
         Some(query) => ranked_sections(&documents, query),
         None => documents.iter().map(Document::summary).collect(),
     };
-    let truncated = results.len() > max_results;
+    let found = results.len();
     results.truncate(max_results);
-    Ok(DocsOutput {
+    let mut output = DocsOutput {
         status: Status::Success,
         query: input.query.clone(),
-        count: results.len(),
-        results,
-        truncated,
-    })
+        results: Vec::new(),
+        count: 0,
+        truncated: false,
+    };
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    for result in results {
+        if !budget.take(&result) {
+            break;
+        }
+        output.results.push(result);
+    }
+    output.count = output.results.len();
+    output.truncated = found > output.count;
+    Ok(output)
 }
 
 /// The docs folder as the gate sees it now: a folder that was swapped for a
@@ -168,11 +193,15 @@ impl Document {
 /// Every readable Markdown file under the docs folder, in path order, found
 /// by the one walker and opened by the one opener: the root's ignore files,
 /// skip list and deny rules (root-relative globs included) apply.
-fn load_documents(gate: &PathGate, docs: &ResolvedPath) -> Vec<Document> {
+fn load_documents(gate: &PathGate, docs: &ResolvedPath, cancel: &Cancel) -> Vec<Document> {
     let Some(docs_relative) = gate.relative_of(&docs.real) else {
         return Vec::new();
     };
-    walk::walk(gate, docs, None)
+    let options = WalkOptions {
+        include_ignored: false,
+        cancel: cancel.clone(),
+    };
+    walk::walk(gate, docs, None, &options)
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.kind == EntryKind::File && e.size.is_some_and(|s| s <= MAX_DOC_BYTES))
@@ -182,6 +211,9 @@ fn load_documents(gate: &PathGate, docs: &ResolvedPath) -> Vec<Document> {
             })
         })
         .filter_map(|entry| {
+            if cancel.is_cancelled() {
+                return None;
+            }
             let mut bytes = Vec::new();
             let (file, _) = entry.open(gate).ok()?;
             file.take(MAX_DOC_BYTES).read_to_end(&mut bytes).ok()?;
@@ -262,7 +294,7 @@ fn atx_heading(line: &str) -> Option<String> {
         return None;
     }
     let text = rest.trim().trim_end_matches('#').trim_end();
-    Some(text.to_string())
+    Some(cut_chars(text, MAX_HEADING_CHARS).0.to_string())
 }
 
 fn ranked_sections(documents: &[Document], query: &str) -> Vec<DocResult> {
@@ -371,6 +403,34 @@ mod tests {
         let config = Config::load(Overrides::default()).unwrap();
         let project = Project::open(&config, root).unwrap();
         (dir, project)
+    }
+
+    fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, ToolError> {
+        super::get_docs(project, input, &Cancel::never())
+    }
+
+    #[test]
+    fn hostile_docs_stay_within_the_size_hint() {
+        let section = format!("# {}\n\n{}\n", "\u{1}".repeat(5000), "\u{1}".repeat(5000));
+        let text = section.repeat(60);
+        let (_d, project) = project(&[("docs/ctl.md", &text)]);
+        let out = query(&project, Some("\u{1}"), MAX_RESULTS_CAP);
+        let written = serde_json::to_string(&out).unwrap();
+        assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
+        assert!(out.count > 0 && out.truncated);
+        let long = "q".repeat(MAX_QUERY_CHARS + 1);
+        let error = get_docs(
+            &project,
+            &DocsInput {
+                query: Some(long),
+                max_results: 1,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("at most 1024 characters"),
+            "{error}"
+        );
     }
 
     fn query(project: &Project, q: Option<&str>, max: usize) -> DocsOutput {

@@ -3,18 +3,23 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::{JsonBudget, Status, ToolError};
+use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 200;
 pub const MAX_RESULTS_CAP: usize = 1000;
+/// Largest answer as JSON text (escapes counted in full): the tool's
+/// declared size hint. A list that would outgrow it is cut, `truncated`.
+pub const MAX_RESULT_CHARS: usize = 300_000;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct FindInput {
     /// Glob such as `**/*.rs`, `*.py` or `src/*.{ts,tsx}`. `*` and `?` never cross `/`, `**` does, `{a,b}` alternates. Without a `/` it matches the file name at any depth; with a `/` it matches the path relative to `path`.
+    #[schemars(length(max = crate::glob::MAX_GLOB_CHARS))]
     pub pattern: String,
     /// Folder to search under, relative to the project root; `.` (the default) is the root.
     #[serde(default = "default_path")]
@@ -23,6 +28,9 @@ pub struct FindInput {
     #[serde(default = "default_max_results")]
     #[schemars(range(min = 1, max = MAX_RESULTS_CAP))]
     pub max_results: usize,
+    /// Also find files that .gitignore/.ignore or the built-in skip list (node_modules, target, .venv …) exclude. Secrets stay excluded.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn default_path() -> String {
@@ -49,8 +57,8 @@ pub struct FindOutput {
 impl FindInput {
     pub fn log_params(&self) -> String {
         format!(
-            "pattern={:?} path={:?} max_results={}",
-            self.pattern, self.path, self.max_results
+            "pattern={:?} path={:?} max_results={} include_ignored={}",
+            self.pattern, self.path, self.max_results, self.include_ignored
         )
     }
 }
@@ -65,6 +73,7 @@ pub fn find(
     gate: &PathGate,
     model: &TreeModel,
     input: &FindInput,
+    cancel: &Cancel,
 ) -> Result<FindOutput, ToolError> {
     let glob = PathGlob::new(&input.pattern)?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
@@ -75,27 +84,47 @@ pub fn find(
             start.relative
         )));
     }
-    let entries = match model.entries(&start, None) {
+    let options = WalkOptions {
+        include_ignored: input.include_ignored,
+        cancel: cancel.clone(),
+    };
+    // The model holds the default view only: ignored files need the walker.
+    let known = if input.include_ignored {
+        None
+    } else {
+        model.entries(&start, None)
+    };
+    let entries = match known {
         Some(entries) => entries,
-        None => walk::walk(gate, &start, None)
+        None => walk::walk(gate, &start, None, &options)
             .map_err(|error| ToolError::io(&start.relative, &error))?,
     };
-    let mut files: Vec<String> = entries
+    let matching: Vec<String> = entries
         .into_iter()
         .filter(|entry| entry.kind == EntryKind::File)
         .filter(|entry| glob.is_match(below(&start.relative, &entry.relative)))
         .map(|entry| entry.relative)
         .collect();
-    let truncated = files.len() > max_results;
-    files.truncate(max_results);
-    Ok(FindOutput {
+    ToolError::check_cancel(cancel)?;
+    let mut output = FindOutput {
         status: Status::Success,
         pattern: input.pattern.clone(),
         path: start.relative,
-        count: files.len(),
-        files,
-        truncated,
-    })
+        files: Vec::new(),
+        count: 0,
+        truncated: false,
+    };
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    let total = matching.len();
+    for file in matching.into_iter().take(max_results) {
+        if !budget.take(&file) {
+            break;
+        }
+        output.files.push(file);
+    }
+    output.count = output.files.len();
+    output.truncated = total > output.count;
+    Ok(output)
 }
 
 #[cfg(test)]
@@ -116,14 +145,18 @@ mod tests {
         ])
     }
 
+    fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError> {
+        super::find(gate, &TreeModel::off(), input, &Cancel::never())
+    }
+
     fn run(gate: &PathGate, pattern: &str, path: &str) -> Vec<String> {
         find(
             gate,
-            &TreeModel::off(),
             &FindInput {
                 pattern: pattern.into(),
                 path: path.into(),
                 max_results: 200,
+                include_ignored: false,
             },
         )
         .unwrap()
@@ -174,15 +207,61 @@ mod tests {
         let (_d, gate) = project();
         let out = find(
             &gate,
-            &TreeModel::off(),
             &FindInput {
                 pattern: "**/*".into(),
                 path: ".".into(),
                 max_results: 2,
+                include_ignored: false,
             },
         )
         .unwrap();
         assert_eq!(out.count, 2);
         assert!(out.truncated);
+    }
+
+    #[test]
+    fn hostile_names_stay_within_the_size_hint() {
+        let name = "\u{1}".repeat(250);
+        let files: Vec<(String, &str)> = (0..MAX_RESULTS_CAP)
+            .map(|i| (format!("{i:04}{name}"), ""))
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let (_d, gate) = crate::tools::temp_project(&refs);
+        let out = find(
+            &gate,
+            &FindInput {
+                pattern: "*".into(),
+                path: ".".into(),
+                max_results: MAX_RESULTS_CAP,
+                include_ignored: false,
+            },
+        )
+        .unwrap();
+        let written = serde_json::to_string(&out).unwrap();
+        assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
+        assert!(out.truncated && out.count > 0);
+    }
+
+    #[test]
+    fn include_ignored_finds_skipped_files_but_not_secrets() {
+        let (_d, gate) = crate::tools::temp_project(&[
+            ("node_modules/m.js", "x"),
+            ("build/out.js", "x"),
+            (".gitignore", "build/\n"),
+            ("a.js", "x"),
+            ("id_rsa.js", "x"),
+        ]);
+        let mut input = FindInput {
+            pattern: "*.js".into(),
+            path: ".".into(),
+            max_results: 10,
+            include_ignored: false,
+        };
+        assert_eq!(find(&gate, &input).unwrap().files, vec!["a.js"]);
+        input.include_ignored = true;
+        assert_eq!(
+            find(&gate, &input).unwrap().files,
+            vec!["a.js", "build/out.js", "node_modules/m.js"]
+        );
     }
 }

@@ -3,14 +3,18 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::{JsonBudget, Status, ToolError};
+use crate::cancel::Cancel;
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 pub const MAX_DEPTH: u32 = 5;
 pub const DEFAULT_MAX_ENTRIES: usize = 500;
 pub const MAX_ENTRIES_CAP: usize = 2000;
+/// Largest answer as JSON text (escapes counted in full): the tool's
+/// declared size hint. A listing that would outgrow it is cut, `truncated`.
+pub const MAX_RESULT_CHARS: usize = 400_000;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ListInput {
@@ -25,6 +29,9 @@ pub struct ListInput {
     #[serde(default = "default_max_entries")]
     #[schemars(range(min = 1, max = MAX_ENTRIES_CAP))]
     pub max_entries: usize,
+    /// Also list what .gitignore/.ignore or the built-in skip list (node_modules, target, .venv …) hide. Secrets stay hidden.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn default_path() -> String {
@@ -68,8 +75,8 @@ pub struct ListOutput {
 impl ListInput {
     pub fn log_params(&self) -> String {
         format!(
-            "path={:?} depth={} max_entries={}",
-            self.path, self.depth, self.max_entries
+            "path={:?} depth={} max_entries={} include_ignored={}",
+            self.path, self.depth, self.max_entries, self.include_ignored
         )
     }
 }
@@ -84,6 +91,7 @@ pub fn list(
     gate: &PathGate,
     model: &TreeModel,
     input: &ListInput,
+    cancel: &Cancel,
 ) -> Result<ListOutput, ToolError> {
     let depth = input.depth.clamp(1, MAX_DEPTH) as usize;
     let max_entries = input.max_entries.clamp(1, MAX_ENTRIES_CAP);
@@ -94,16 +102,33 @@ pub fn list(
             start.relative
         )));
     }
-    let found = match model.entries(&start, Some(depth)) {
+    let options = WalkOptions {
+        include_ignored: input.include_ignored,
+        cancel: cancel.clone(),
+    };
+    // The model holds the default view only: ignored entries need the walker.
+    let known = if input.include_ignored {
+        None
+    } else {
+        model.entries(&start, Some(depth))
+    };
+    let found = match known {
         Some(found) => found,
-        None => walk::walk(gate, &start, Some(depth))
+        None => walk::walk(gate, &start, Some(depth), &options)
             .map_err(|error| ToolError::io(&start.relative, &error))?,
     };
-    let truncated = found.len() > max_entries;
-    let entries: Vec<ListEntry> = found
-        .into_iter()
-        .take(max_entries)
-        .map(|entry| ListEntry {
+    ToolError::check_cancel(cancel)?;
+    let mut output = ListOutput {
+        status: Status::Success,
+        path: start.relative,
+        entries: Vec::new(),
+        count: 0,
+        truncated: false,
+    };
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    let total = found.len();
+    for entry in found.into_iter().take(max_entries) {
+        let listed = ListEntry {
             name: entry
                 .relative
                 .rsplit('/')
@@ -113,15 +138,15 @@ pub fn list(
             path: entry.relative,
             kind: entry.kind,
             size: entry.size,
-        })
-        .collect();
-    Ok(ListOutput {
-        status: Status::Success,
-        path: start.relative,
-        count: entries.len(),
-        entries,
-        truncated,
-    })
+        };
+        if !budget.take(&listed) {
+            break;
+        }
+        output.entries.push(listed);
+    }
+    output.count = output.entries.len();
+    output.truncated = total > output.count;
+    Ok(output)
 }
 
 #[cfg(test)]
@@ -143,13 +168,42 @@ mod tests {
             path: path.into(),
             depth,
             max_entries,
+            include_ignored: false,
         }
+    }
+
+    fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
+        super::list(gate, &TreeModel::off(), input, &Cancel::never())
+    }
+
+    #[test]
+    fn include_ignored_shows_skipped_folders_but_not_secrets() {
+        let (_d, gate) = project();
+        let mut all = input(".", 1, 500);
+        all.include_ignored = true;
+        let out = list(&gate, &all).unwrap();
+        let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, vec!["a", "node_modules", "top.txt"]);
+    }
+
+    #[test]
+    fn hostile_names_stay_within_the_size_hint() {
+        let name = "\u{1}".repeat(250);
+        let files: Vec<(String, &str)> = (0..MAX_ENTRIES_CAP)
+            .map(|i| (format!("{i:04}{name}"), ""))
+            .collect();
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let (_d, gate) = crate::tools::temp_project(&refs);
+        let out = list(&gate, &input(".", 1, MAX_ENTRIES_CAP)).unwrap();
+        let written = serde_json::to_string(&out).unwrap();
+        assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
+        assert!(out.truncated && out.count > 0);
     }
 
     #[test]
     fn lists_direct_children_sorted() {
         let (_d, gate) = project();
-        let out = list(&gate, &TreeModel::off(), &input(".", 1, 500)).unwrap();
+        let out = list(&gate, &input(".", 1, 500)).unwrap();
         let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["a", "top.txt"]);
         assert_eq!(out.entries[1].size, Some(5));
@@ -162,11 +216,11 @@ mod tests {
     #[test]
     fn depth_and_truncation() {
         let (_d, gate) = project();
-        let out = list(&gate, &TreeModel::off(), &input("a", 5, 500)).unwrap();
+        let out = list(&gate, &input("a", 5, 500)).unwrap();
         let paths: Vec<_> = out.entries.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, vec!["a/b", "a/b/c", "a/b/c/d.txt", "a/x.txt"]);
         assert_eq!(out.entries[2].name, "d.txt");
-        let out = list(&gate, &TreeModel::off(), &input("a", 5, 2)).unwrap();
+        let out = list(&gate, &input("a", 5, 2)).unwrap();
         assert_eq!(out.count, 2);
         assert!(out.truncated);
     }
@@ -174,7 +228,7 @@ mod tests {
     #[test]
     fn a_file_is_not_a_directory() {
         let (_d, gate) = project();
-        let error = list(&gate, &TreeModel::off(), &input("top.txt", 1, 10)).unwrap_err();
+        let error = list(&gate, &input("top.txt", 1, 10)).unwrap_err();
         assert!(error.to_string().contains("not a directory"));
     }
 }

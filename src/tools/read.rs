@@ -5,11 +5,20 @@ use std::io::{BufRead, BufReader};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError};
+use super::{Status, ToolError, json_byte_width};
+use crate::cancel::Cancel;
 use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
 
 /// Content is capped at 200 KiB.
 pub const MAX_CONTENT_BYTES: usize = 200 * 1024;
+/// Content is also capped at this width as JSON text, escapes counted in
+/// full: 200 KiB of control characters would be 1.2 million characters.
+pub const MAX_CONTENT_WIDTH: usize = 2 * MAX_CONTENT_BYTES;
+/// Bytes a read looks at, from the start of the file: it stops once it has
+/// what it returns and has counted the lines within this much.
+pub const MAX_SCAN_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest answer as JSON text: the content plus a path and a few numbers.
+pub const MAX_RESULT_CHARS: usize = MAX_CONTENT_WIDTH + 100 * 1024;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ReadInput {
@@ -47,8 +56,11 @@ pub struct ReadOutput {
     pub start_line: u64,
     /// Last line returned (1-based); less than `start_line` for an empty file.
     pub end_line: u64,
-    /// Number of lines in the whole file.
+    /// Number of lines in the whole file (see total_lines_partial).
     pub total_lines: u64,
+    /// Present (true) when the file goes on past the first 64 MiB: total_lines then counts only the lines within them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total_lines_partial: bool,
 }
 
 impl ReadInput {
@@ -69,7 +81,7 @@ impl ReadOutput {
     }
 }
 
-pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError> {
+pub fn read(gate: &PathGate, input: &ReadInput, cancel: &Cancel) -> Result<ReadOutput, ToolError> {
     if input.path.trim().is_empty() {
         return Err(ToolError::invalid(
             "path is empty; give a file path relative to the project root, e.g. 'src/main.rs'",
@@ -106,7 +118,14 @@ pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError>
             "'{relative}' is a binary file (NUL byte or invalid UTF-8 near the start); only UTF-8 text files can be read"
         )));
     }
-    let lines = collect_lines(reader, start, input.end_line, &relative)?;
+    let lines = collect_lines(reader, start, input.end_line, &relative, cancel)?;
+    if lines.partial && start > lines.total {
+        return Err(ToolError::invalid(format!(
+            "start_line {start} lies past the first {} MiB of '{relative}', which hold {} lines; reads reach at most that far into a file",
+            MAX_SCAN_BYTES / (1024 * 1024),
+            lines.total
+        )));
+    }
     if lines.total > 0 && start > lines.total {
         return Err(ToolError::invalid(format!(
             "start_line {start} is past the end of '{relative}', which has {} lines",
@@ -122,53 +141,79 @@ pub fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError>
         start_line: start,
         end_line: lines.last_returned.unwrap_or(start.saturating_sub(1)),
         total_lines: lines.total,
+        total_lines_partial: lines.partial,
     })
 }
 
 struct Lines {
     content: String,
+    /// Lines counted (all of them unless `partial`).
     total: u64,
     last_returned: Option<u64>,
     truncated: bool,
+    /// The file goes on past [`MAX_SCAN_BYTES`].
+    partial: bool,
 }
 
-/// Streams the file once in buffer-sized chunks: keeps the bytes of lines
-/// `start..=end` up to the content cap and counts every line, so neither a
-/// 50 MB file nor a single enormous line costs more than the cap in memory.
+/// Streams the file in buffer-sized chunks: keeps the bytes of lines
+/// `start..=end` up to the content caps, then only counts lines, and stops
+/// at the end of the file or after [`MAX_SCAN_BYTES`], whichever is first.
+/// So neither a huge (or sparse, or growing) file nor a single enormous
+/// line costs more than the caps in memory, or more than the scan in time.
 fn collect_lines(
     mut reader: impl BufRead,
     start: u64,
     end: Option<u64>,
     relative: &str,
+    cancel: &Cancel,
 ) -> Result<Lines, ToolError> {
     let wanted = |line: u64| line >= start && end.is_none_or(|end| line <= end);
     let mut kept: Vec<u8> = Vec::new();
+    let mut width = 0usize;
     let mut line = 1u64;
     let mut last_returned = None;
     let mut truncated = false;
     let mut ends_with_newline = true;
+    let mut scanned = 0u64;
     loop {
+        ToolError::check_cancel(cancel)?;
+        if scanned >= MAX_SCAN_BYTES {
+            return Ok(Lines {
+                content: utf8_prefix(kept),
+                total: line - 1,
+                last_returned,
+                truncated,
+                partial: true,
+            });
+        }
         let chunk = reader
             .fill_buf()
             .map_err(|error| ToolError::io(relative, &error))?;
         if chunk.is_empty() {
             break;
         }
+        let budget = usize::try_from(MAX_SCAN_BYTES - scanned).unwrap_or(usize::MAX);
+        let chunk = &chunk[..chunk.len().min(budget)];
         let mut position = 0;
         while position < chunk.len() {
             let newline = memchr::memchr(b'\n', &chunk[position..]).map(|i| position + i + 1);
             let segment_end = newline.unwrap_or(chunk.len());
             if wanted(line) && !truncated {
-                let room = MAX_CONTENT_BYTES - kept.len();
                 let segment = &chunk[position..segment_end];
-                if segment.len() > room {
-                    kept.extend_from_slice(&segment[..room]);
-                    truncated = true;
-                } else {
-                    kept.extend_from_slice(segment);
+                let mut taken = 0;
+                let room = MAX_CONTENT_BYTES - kept.len();
+                for &byte in segment.iter().take(room) {
+                    let next = width + json_byte_width(byte);
+                    if next > MAX_CONTENT_WIDTH {
+                        break;
+                    }
+                    width = next;
+                    taken += 1;
                 }
+                kept.extend_from_slice(&segment[..taken]);
+                truncated = taken < segment.len();
                 // A line counts as returned once any of its bytes are in.
-                if room > 0 {
+                if taken > 0 {
                     last_returned = Some(line);
                 }
             }
@@ -180,6 +225,7 @@ fn collect_lines(
         ends_with_newline = chunk.last() == Some(&b'\n');
         let consumed = chunk.len();
         reader.consume(consumed);
+        scanned += consumed as u64;
     }
     let total = if ends_with_newline { line - 1 } else { line };
     Ok(Lines {
@@ -187,6 +233,7 @@ fn collect_lines(
         total,
         last_returned,
         truncated,
+        partial: false,
     })
 }
 
@@ -210,6 +257,10 @@ mod tests {
 
     fn project(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathGate) {
         crate::tools::temp_project(files)
+    }
+
+    fn read(gate: &PathGate, input: &ReadInput) -> Result<ReadOutput, ToolError> {
+        super::read(gate, input, &Cancel::never())
     }
 
     fn input(path: &str, start: Option<u64>, end: Option<u64>) -> ReadInput {
@@ -292,6 +343,53 @@ mod tests {
         assert!(out.content.len() <= MAX_CONTENT_BYTES);
         assert!(out.content.chars().all(|c| c == 'é'));
         assert_eq!(out.total_lines, 1);
+    }
+
+    #[test]
+    fn control_characters_are_cut_by_their_escaped_width() {
+        let text = format!("a{}", "\u{1}".repeat(MAX_CONTENT_BYTES));
+        let (_d, gate) = project(&[("ctl.txt", text.as_bytes())]);
+        let out = read(&gate, &input("ctl.txt", None, None)).unwrap();
+        assert!(out.truncated);
+        let written = serde_json::to_string(&out).unwrap();
+        assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
+        assert!(written.len() > MAX_CONTENT_WIDTH / 2);
+    }
+
+    #[test]
+    fn a_huge_sparse_file_is_read_only_as_far_as_needed() {
+        // Text past the sniffed start, then a hole of NULs.
+        let text = format!("first\n{}", "x\n".repeat(SNIFF_BYTES));
+        let (_d, gate) = project(&[("sparse.txt", text.as_bytes())]);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(gate.root().join("sparse.txt"))
+            .unwrap();
+        file.set_len(4 * MAX_SCAN_BYTES).unwrap();
+        let out = read(&gate, &input("sparse.txt", Some(1), Some(1))).unwrap();
+        assert_eq!(out.content, "first\n");
+        assert!(out.total_lines_partial);
+        assert_eq!(out.total_lines, 1 + SNIFF_BYTES as u64);
+        let beyond = Some(SNIFF_BYTES as u64 + 5);
+        let error = read(&gate, &input("sparse.txt", beyond, None)).unwrap_err();
+        assert!(error.to_string().contains("first 64 MiB"), "{error}");
+        let json =
+            serde_json::to_value(read(&gate, &input("sparse.txt", Some(1), Some(1))).unwrap())
+                .unwrap();
+        assert_eq!(json["total_lines_partial"], true);
+        let small = project(&[("s.txt", b"x\n")]);
+        let json =
+            serde_json::to_value(read(&small.1, &input("s.txt", None, None)).unwrap()).unwrap();
+        assert!(json.get("total_lines_partial").is_none());
+    }
+
+    #[test]
+    fn a_cancelled_read_stops() {
+        let (_d, gate) = project(&[("f.txt", b"1\n")]);
+        let cancel = Cancel::never();
+        cancel.cancel();
+        let error = super::read(&gate, &input("f.txt", None, None), &cancel).unwrap_err();
+        assert!(matches!(error, ToolError::Cancelled));
     }
 
     #[cfg(unix)]

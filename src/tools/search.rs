@@ -6,12 +6,20 @@
 //! finished files holds `offset + max_results + 1` hits, the walk and the
 //! search stop: the answer is the same as a full sequential scan would give,
 //! only sooner.
+//!
+//! Memory follows what the answer can hold, never the tree or the offset:
+//! results before `offset` are counted, not kept; a file keeps the text of
+//! at most one page of its matches; the walk runs at most a bounded number
+//! of files ahead of the finished prefix. The one file a page starts in
+//! the middle of is searched again for that page when its first pass kept
+//! too little. The cancel flag is checked per entry, per file and per match.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, mpsc};
+use std::time::Duration;
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -19,11 +27,12 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, ToolError, cut_chars};
+use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len};
+use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::{ContentQuery, TreeModel};
 use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
-use crate::walk::{self, Entry, EntryKind};
+use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -32,10 +41,16 @@ pub const MAX_CONTEXT_LINES: usize = 10;
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Matched and context lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
-/// Characters of line text (matches plus context) one answer may carry:
-/// 200 matches with 10 lines of context each would otherwise exceed what a
-/// client can take in one result. A page cut by it says `truncated`.
-pub const MAX_TEXT_CHARS: usize = 100_000;
+/// Largest answer as JSON text (escapes counted in full): the tool's
+/// declared size hint. 200 matches with 10 lines of context each would
+/// otherwise exceed what a client can take in one result; a page cut by it
+/// says `truncated`.
+pub const MAX_RESULT_CHARS: usize = 400_000;
+/// Largest `offset`: paging deeper means scanning that many results first.
+pub const MAX_OFFSET: usize = 10_000;
+/// Compiled size limits for the regex (and its lazy DFA, per thread).
+const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
+const REGEX_DFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
 /// Files the walk hands to a search thread at once: one at a time put the
 /// threads to sleep and woke them (a futex call each) for about every file.
 /// The stop flag is still checked before each file.
@@ -57,6 +72,7 @@ pub enum OutputMode {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SearchInput {
     /// Text to find. An exact substring unless `regex` is true.
+    #[schemars(length(max = MAX_QUERY_CHARS))]
     pub query: String,
     /// Folder (or single file) to search, relative to the project root; `.` (the default) is the root.
     #[serde(default = "default_path")]
@@ -73,6 +89,7 @@ pub struct SearchInput {
     pub case_sensitive: bool,
     /// Only search files matching this glob, e.g. `*.py` (file name at any depth) or `src/**/*.rs` (path relative to `path`).
     #[serde(default)]
+    #[schemars(length(max = crate::glob::MAX_GLOB_CHARS))]
     pub glob: Option<String>,
     /// Lines of context before and after each match (adds `before`/`after` arrays).
     #[serde(default)]
@@ -83,7 +100,11 @@ pub struct SearchInput {
     pub output_mode: OutputMode,
     /// Skip this many results first, for paging (use with max_results).
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_OFFSET))]
     pub offset: usize,
+    /// Also search files that .gitignore/.ignore or the built-in skip list (node_modules, target, .venv …) exclude. Secrets stay excluded.
+    #[serde(default)]
+    pub include_ignored: bool,
 }
 
 fn default_path() -> String {
@@ -140,13 +161,16 @@ pub struct SearchOutput {
     pub count: usize,
     /// True when more results existed than were returned; page on with `offset`.
     pub truncated: bool,
+    /// Why nothing was found, when the path holds only ignored files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SearchInput {
     pub fn log_params(&self) -> String {
         let (query, _) = cut_chars(&self.query, 100);
         format!(
-            "query={query:?} path={:?} regex={} case_sensitive={} glob={:?} output_mode={:?} max_results={} offset={} context_lines={}",
+            "query={query:?} path={:?} regex={} case_sensitive={} glob={:?} output_mode={:?} max_results={} offset={} context_lines={} include_ignored={}",
             self.path,
             self.regex,
             self.case_sensitive,
@@ -154,7 +178,8 @@ impl SearchInput {
             self.output_mode,
             self.max_results,
             self.offset,
-            self.context_lines
+            self.context_lines,
+            self.include_ignored
         )
     }
 }
@@ -168,10 +193,19 @@ impl SearchOutput {
 /// What one file contributed.
 #[derive(Debug, Default)]
 struct FileHits {
+    /// Path relative to the root; set only when the file has hits.
     file: String,
+    /// The file, kept while a page may need to search it again.
+    source: Option<Entry>,
+    /// Kept matches: from local match `first` on, at most a page of them.
     matches: Vec<SearchMatch>,
     /// Matching lines seen (complete in `count` mode, capped otherwise).
     count: u64,
+    /// Every match from `first` up to `count` is in `matches`.
+    complete: bool,
+    /// Set by the prefix: the page starts at this local match, past what
+    /// the first pass kept, so the file is searched again from there.
+    rescan_from: Option<usize>,
 }
 
 /// Searches under `input.path`; `model` narrows the files to read when it
@@ -180,21 +214,31 @@ pub fn search(
     gate: &PathGate,
     model: &TreeModel,
     input: &SearchInput,
+    cancel: &Cancel,
 ) -> Result<SearchOutput, ToolError> {
+    ToolError::check_size("query", &input.query, MAX_QUERY_CHARS)?;
+    if input.offset > MAX_OFFSET {
+        return Err(ToolError::invalid(format!(
+            "offset {} is over the maximum of {MAX_OFFSET}; narrow the search with path, glob or a more specific query instead of paging this deep",
+            input.offset
+        )));
+    }
     let matcher = build_matcher(input)?;
     let glob = input.glob.as_deref().map(PathGlob::new).transpose()?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
     let context = input.context_lines.min(MAX_CONTEXT_LINES);
     let start = gate.resolve(&input.path)?;
-    let wanted = input.offset.saturating_add(max_results).saturating_add(1);
     let plan = Plan {
         matcher,
         mode: input.output_mode,
         context,
-        wanted,
+        offset: input.offset,
+        max_results,
+        wanted: input.offset + max_results + 1,
+        cancel: cancel.clone(),
     };
 
-    let hits = if start.real.is_file() {
+    let (mut prefix, files_seen) = if start.real.is_file() {
         let entry = Entry {
             relative: start.relative.clone(),
             path: start.real.clone(),
@@ -205,25 +249,70 @@ pub fn search(
         };
         let mut searcher = plan.searcher();
         let mut buffer = Vec::new();
-        vec![plan.search_file(gate, &mut searcher, &mut buffer, &entry)]
+        let mut prefix = Prefix::default();
+        prefix.finish(
+            0,
+            plan.search_file(gate, &mut searcher, &mut buffer, &entry, 0),
+            &plan,
+        );
+        (prefix, Some(1))
     } else {
         // Sizes are checked when each file is opened.
         let accept = |entry: &Entry| {
             glob.as_ref()
                 .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
         };
-        let candidates = model.candidates(
-            &start,
-            &ContentQuery {
-                pattern: &input.query,
-                regex: input.regex,
-                case_insensitive: !input.case_sensitive,
-            },
-        );
-        search_tree(gate, &start, &plan, accept, candidates)
+        let options = WalkOptions {
+            include_ignored: input.include_ignored,
+            cancel: cancel.clone(),
+        };
+        // The model holds the default view only: ignored files need the walk.
+        let candidates = if input.include_ignored {
+            None
+        } else {
+            model.candidates(
+                &start,
+                &ContentQuery {
+                    pattern: &input.query,
+                    regex: input.regex,
+                    case_insensitive: !input.case_sensitive,
+                },
+            )
+        };
+        search_tree(gate, &start, &plan, &options, accept, candidates)
             .map_err(|error| ToolError::io(&start.relative, &error))?
     };
-    Ok(assemble(input, start.relative, max_results, hits))
+    ToolError::check_cancel(cancel)?;
+    // At most one file: the one the page starts in the middle of.
+    for hits in &mut prefix.done {
+        if let (Some(from), Some(entry)) = (hits.rescan_from, hits.source.take()) {
+            let mut buffer = Vec::new();
+            let again = plan.search_file(gate, &mut plan.searcher(), &mut buffer, &entry, from);
+            hits.matches = again.matches;
+        }
+    }
+    let mut output = assemble(input, start.relative.clone(), &plan, prefix);
+    let walk_with = |include_ignored| WalkOptions {
+        include_ignored,
+        cancel: cancel.clone(),
+    };
+    let nothing_to_search = output.count == 0
+        && input.offset == 0
+        && !input.include_ignored
+        && start.relative != "."
+        && match files_seen {
+            Some(seen) => seen == 0,
+            // The model's candidates say nothing of the files it ruled out.
+            None => !walk::holds_files(gate, &start, &walk_with(false)),
+        };
+    if nothing_to_search && walk::holds_files(gate, &start, &walk_with(true)) {
+        output.note = Some(format!(
+            "nothing searched: every file under '{}' is excluded by .gitignore/.ignore or the built-in skip list; search again with include_ignored: true to include them",
+            output.path
+        ));
+    }
+    ToolError::check_cancel(cancel)?;
+    Ok(output)
 }
 
 fn build_matcher(input: &SearchInput) -> Result<RegexMatcher, ToolError> {
@@ -241,13 +330,17 @@ fn build_matcher(input: &SearchInput) -> Result<RegexMatcher, ToolError> {
         .case_insensitive(!input.case_sensitive)
         .fixed_strings(!input.regex)
         .line_terminator(Some(b'\n'))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
         .build(&input.query)
         .map_err(|error| {
             let detail = error.to_string().replace('\n', " ");
             let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+            let detail = cut_chars(&detail, 300).0;
             ToolError::invalid(format!(
-                "invalid regex {:?}: {detail}; use Rust regex syntax, or regex=false for a plain substring",
-                input.query
+                "invalid regex {:?}: {detail}; use Rust regex syntax (compiled size at most {} MiB, so avoid large repetitions like \\w{{1000}}), or regex=false for a plain substring",
+                cut_chars(&input.query, 100).0,
+                REGEX_SIZE_LIMIT / (1024 * 1024)
             ))
         })
 }
@@ -257,8 +350,11 @@ struct Plan {
     matcher: RegexMatcher,
     mode: OutputMode,
     context: usize,
+    offset: usize,
+    max_results: usize,
     /// Hits after which the search may stop: offset + max_results + 1.
     wanted: usize,
+    cancel: Cancel,
 }
 
 impl Plan {
@@ -272,12 +368,13 @@ impl Plan {
     /// How many hits a file adds toward `wanted`.
     fn units(&self, hits: &FileHits) -> usize {
         match self.mode {
-            OutputMode::Content => hits.matches.len(),
+            OutputMode::Content => usize::try_from(hits.count).unwrap_or(usize::MAX),
             OutputMode::FilesWithMatches | OutputMode::Count => usize::from(hits.count > 0),
         }
     }
 
-    /// Searches one file; unreadable, binary, oversized or vanished files
+    /// Searches one file, keeping the text of matches from local match
+    /// `keep_from` on; unreadable, binary, oversized or vanished files
     /// yield nothing.
     fn search_file(
         &self,
@@ -285,6 +382,7 @@ impl Plan {
         searcher: &mut Searcher,
         buffer: &mut Vec<u8>,
         entry: &Entry,
+        keep_from: usize,
     ) -> FileHits {
         let Some(length) = entry
             .open(gate)
@@ -301,14 +399,21 @@ impl Plan {
             plan: self,
             file: &entry.relative,
             haystack,
+            keep_from,
+            room: MAX_RESULT_CHARS,
             hits: FileHits {
-                file: entry.relative.clone(),
+                complete: true,
                 ..FileHits::default()
             },
         };
         // A failed search of one file leaves the others unaffected.
         let _ = searcher.search_slice(&self.matcher, haystack, &mut sink);
-        sink.hits
+        let mut hits = sink.hits;
+        if hits.count > 0 {
+            hits.file = entry.relative.clone();
+            hits.source = Some(entry.clone());
+        }
+        hits
     }
 }
 
@@ -354,7 +459,52 @@ struct CollectSink<'a> {
     plan: &'a Plan,
     file: &'a str,
     haystack: &'a [u8],
+    /// Local match from which text is kept.
+    keep_from: usize,
+    /// JSON characters the kept matches may still take: no answer holds more.
+    room: usize,
     hits: FileHits,
+}
+
+impl CollectSink<'_> {
+    fn keep(&mut self, found: &SinkMatch<'_>) {
+        let kept = self.hits.matches.len();
+        if !self.hits.complete || kept > self.plan.max_results {
+            self.hits.complete = false;
+            return;
+        }
+        let line_bytes = trim_line_end(found.bytes());
+        let match_start = self
+            .plan
+            .matcher
+            .find(line_bytes)
+            .ok()
+            .flatten()
+            .map_or(0, |m| m.start());
+        let (before, after) = if self.plan.context > 0 {
+            let range = found.bytes_range_in_buffer();
+            (
+                Some(lines_before(self.haystack, range.start, self.plan.context)),
+                Some(lines_after(self.haystack, range.end, self.plan.context)),
+            )
+        } else {
+            (None, None)
+        };
+        let found = SearchMatch {
+            file: self.file.to_string(),
+            line: found.line_number().unwrap_or(0),
+            text: line_window(line_bytes, match_start),
+            before,
+            after,
+        };
+        let cost = json_len(&found) + 1;
+        if cost > self.room {
+            self.hits.complete = false;
+            return;
+        }
+        self.room -= cost;
+        self.hits.matches.push(found);
+    }
 }
 
 impl Sink for CollectSink<'_> {
@@ -365,56 +515,49 @@ impl Sink for CollectSink<'_> {
         _searcher: &Searcher,
         found: &SinkMatch<'_>,
     ) -> Result<bool, Self::Error> {
+        if self.plan.cancel.is_cancelled() {
+            return Ok(false);
+        }
+        let local = usize::try_from(self.hits.count).unwrap_or(usize::MAX);
         self.hits.count += 1;
         match self.plan.mode {
             OutputMode::Count => Ok(true),
             OutputMode::FilesWithMatches => Ok(false),
             OutputMode::Content => {
-                let line_bytes = trim_line_end(found.bytes());
-                let match_start = self
-                    .plan
-                    .matcher
-                    .find(line_bytes)
-                    .ok()
-                    .flatten()
-                    .map_or(0, |m| m.start());
-                let (before, after) = if self.plan.context > 0 {
-                    let range = found.bytes_range_in_buffer();
-                    (
-                        Some(lines_before(self.haystack, range.start, self.plan.context)),
-                        Some(lines_after(self.haystack, range.end, self.plan.context)),
-                    )
-                } else {
-                    (None, None)
-                };
-                self.hits.matches.push(SearchMatch {
-                    file: self.file.to_string(),
-                    line: found.line_number().unwrap_or(0),
-                    text: line_window(line_bytes, match_start),
-                    before,
-                    after,
-                });
-                Ok(self.hits.matches.len() < self.plan.wanted)
+                if local >= self.keep_from {
+                    self.keep(found);
+                }
+                Ok(local + 1 < self.plan.wanted)
             }
         }
     }
 }
 
 /// Walks in sorted order on this thread while workers search; stops both
-/// once the finished sorted prefix holds enough hits. `candidates`, the
-/// tree model's files that may match (in the same order), replace the walk.
+/// once the finished sorted prefix holds enough hits, or the call is
+/// cancelled. `candidates`, the tree model's files that may match (in the
+/// same order), replace the walk. Returns the prefix and how many files the
+/// walk offered (`None` when candidates stood in for it).
 fn search_tree(
     gate: &PathGate,
     start: &crate::security::ResolvedPath,
     plan: &Plan,
+    options: &WalkOptions,
     accept: impl Fn(&Entry) -> bool,
     candidates: Option<Vec<Entry>>,
-) -> std::io::Result<Vec<FileHits>> {
+) -> std::io::Result<(Prefix, Option<usize>)> {
     let workers = walk::worker_threads();
+    // Finished files may wait for a slower earlier one, each holding up to
+    // a page of text: the walk stays at most this many files ahead.
+    let lookahead = workers * BATCH_FILES * 4;
     let stop = AtomicBool::new(false);
+    let files_seen = AtomicUsize::new(0);
     let progress = Mutex::new(Prefix::default());
+    let advanced = Condvar::new();
     let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
     let receiver = Mutex::new(receiver);
+    let halted = || stop.load(Ordering::Relaxed) || plan.cancel.is_cancelled();
+    let from_candidates = candidates.is_some();
 
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -428,10 +571,10 @@ fn search_tree(
                     };
                     let Ok(batch) = next else { break };
                     for (index, entry) in batch {
-                        let hits = if stop.load(Ordering::Relaxed) {
+                        let hits = if halted() {
                             FileHits::default()
                         } else {
-                            plan.search_file(gate, &mut searcher, &mut buffer, &entry)
+                            plan.search_file(gate, &mut searcher, &mut buffer, &entry, 0)
                         };
                         let Ok(mut prefix) = progress.lock() else {
                             return;
@@ -440,19 +583,29 @@ fn search_tree(
                             stop.store(true, Ordering::Relaxed);
                         }
                     }
+                    // Once per batch: a wake-up per file would cost a
+                    // system call per file.
+                    advanced.notify_all();
                 }
             });
         }
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH_FILES);
         let mut visit = |entry: Entry| {
-            if stop.load(Ordering::Relaxed) {
+            if halted() {
                 return ControlFlow::Break(());
             }
-            if entry.kind == EntryKind::File && accept(&entry) {
+            if entry.kind != EntryKind::File {
+                return ControlFlow::Continue(());
+            }
+            files_seen.fetch_add(1, Ordering::Relaxed);
+            if accept(&entry) {
                 batch.push((index, entry));
                 index += 1;
                 if batch.len() == BATCH_FILES {
+                    if !wait_for_room(&progress, &advanced, index, lookahead, &halted) {
+                        return ControlFlow::Break(());
+                    }
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
                     if sender.send(full).is_err() {
                         return ControlFlow::Break(());
@@ -470,9 +623,9 @@ fn search_tree(
                 }
                 Ok(())
             }
-            None => walk::walk_sorted(gate, start, None, &mut visit),
+            None => walk::walk_sorted(gate, start, None, options, &mut visit),
         };
-        if !batch.is_empty() {
+        if !batch.is_empty() && !halted() {
             // Fails only when every worker has gone, and then nothing waits.
             let _ = sender.send(batch);
         }
@@ -480,18 +633,48 @@ fn search_tree(
         walked
     })?;
 
-    Ok(match progress.into_inner() {
-        Ok(prefix) => prefix.into_results(),
-        Err(poisoned) => poisoned.into_inner().into_results(),
-    })
+    let prefix = match progress.into_inner() {
+        Ok(prefix) => prefix,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    Ok((prefix, (!from_candidates).then(|| files_seen.into_inner())))
 }
 
-/// Results in file order: the contiguous finished prefix, plus files that
-/// finished out of order and wait for their turn.
+/// Blocks the walk while it is more than `lookahead` files ahead of the
+/// finished prefix; false when the search stopped meanwhile.
+fn wait_for_room(
+    progress: &Mutex<Prefix>,
+    advanced: &Condvar,
+    walked: usize,
+    lookahead: usize,
+    halted: &impl Fn() -> bool,
+) -> bool {
+    let Ok(mut prefix) = progress.lock() else {
+        return false;
+    };
+    while walked > prefix.next + lookahead {
+        if halted() {
+            return false;
+        }
+        // The timeout re-checks the cancel flag, which nobody notifies.
+        prefix = match advanced.wait_timeout(prefix, Duration::from_millis(20)) {
+            Ok((prefix, _)) => prefix,
+            Err(_) => return false,
+        };
+    }
+    !halted()
+}
+
+/// Results in file order: the finished prefix, kept from `offset` on, plus
+/// files that finished out of order and wait for their turn.
 #[derive(Default)]
 struct Prefix {
+    /// Files with hits at or after `offset`, in order.
     done: Vec<FileHits>,
     waiting: BTreeMap<usize, FileHits>,
+    /// Index of the next file the prefix waits for.
+    next: usize,
+    /// Hits in the prefix, counted from the first file (offset included).
     units: usize,
 }
 
@@ -499,34 +682,39 @@ impl Prefix {
     /// Records a finished file; true once the prefix has enough hits.
     fn finish(&mut self, index: usize, hits: FileHits, plan: &Plan) -> bool {
         self.waiting.insert(index, hits);
-        while let Some(hits) = self.waiting.remove(&self.done.len()) {
-            self.units += plan.units(&hits);
+        while let Some(mut hits) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            let units = plan.units(&hits);
+            if units == 0 {
+                continue;
+            }
+            let skip = plan.offset.saturating_sub(self.units).min(units);
+            self.units = self.units.saturating_add(units);
+            if skip == units {
+                // Wholly before the page: counted, not kept.
+                continue;
+            }
+            if skip > 0 {
+                if hits.complete {
+                    hits.matches.drain(..skip.min(hits.matches.len()));
+                } else {
+                    hits.matches = Vec::new();
+                    hits.rescan_from = Some(skip);
+                }
+            }
+            if hits.rescan_from.is_none() {
+                hits.source = None;
+            }
             self.done.push(hits);
         }
         self.units >= plan.wanted
     }
-
-    fn into_results(self) -> Vec<FileHits> {
-        // Files after a gap were searched past the stopping point; a gap can
-        // only exist when the search stopped, and the prefix already holds
-        // every hit the answer needs.
-        self.done
-    }
 }
 
-fn assemble(
-    input: &SearchInput,
-    path: String,
-    max_results: usize,
-    hits: Vec<FileHits>,
-) -> SearchOutput {
-    let page = |total: usize| {
-        (
-            input.offset,
-            max_results,
-            total > input.offset + max_results,
-        )
-    };
+/// The page: at most `max_results` results after `offset`, cut where the
+/// answer would outgrow [`MAX_RESULT_CHARS`].
+fn assemble(input: &SearchInput, path: String, plan: &Plan, prefix: Prefix) -> SearchOutput {
+    let available = prefix.units.saturating_sub(plan.offset);
     let mut output = SearchOutput {
         status: Status::Success,
         query: input.query.clone(),
@@ -536,40 +724,53 @@ fn assemble(
         counts: None,
         count: 0,
         truncated: false,
+        note: None,
     };
     match input.output_mode {
+        OutputMode::Content => output.matches = Some(Vec::new()),
+        OutputMode::FilesWithMatches => output.files = Some(Vec::new()),
+        OutputMode::Count => output.counts = Some(Vec::new()),
+    }
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    let mut cut = false;
+    match input.output_mode {
         OutputMode::Content => {
-            let all: Vec<SearchMatch> = hits.into_iter().flat_map(|h| h.matches).collect();
-            let (skip, take, mut truncated) = page(all.len());
-            let mut budget = MAX_TEXT_CHARS;
             let mut matches = Vec::new();
-            for found in all.into_iter().skip(skip).take(take) {
-                let size = text_chars(&found);
-                // The first match always fits: it is at most 21 cut lines.
-                if size > budget && !matches.is_empty() {
-                    truncated = true;
+            for found in prefix.done.into_iter().flat_map(|hits| hits.matches) {
+                if matches.len() == plan.max_results {
                     break;
                 }
-                budget = budget.saturating_sub(size);
+                if !budget.take(&found) {
+                    cut = true;
+                    break;
+                }
                 matches.push(found);
             }
             output.count = matches.len();
-            output.truncated = truncated;
             output.matches = Some(matches);
         }
         OutputMode::FilesWithMatches | OutputMode::Count => {
-            let all: Vec<FileCount> = hits
-                .into_iter()
-                .filter(|h| h.count > 0)
-                .map(|h| FileCount {
-                    file: h.file,
-                    count: h.count,
-                })
-                .collect();
-            let (skip, take, truncated) = page(all.len());
-            let page: Vec<FileCount> = all.into_iter().skip(skip).take(take).collect();
+            let mut page = Vec::new();
+            for hits in prefix.done {
+                if page.len() == plan.max_results {
+                    break;
+                }
+                let item = FileCount {
+                    file: hits.file,
+                    count: hits.count,
+                };
+                let fits = if input.output_mode == OutputMode::Count {
+                    budget.take(&item)
+                } else {
+                    budget.take(&item.file)
+                };
+                if !fits {
+                    cut = true;
+                    break;
+                }
+                page.push(item);
+            }
             output.count = page.len();
-            output.truncated = truncated;
             if input.output_mode == OutputMode::Count {
                 output.counts = Some(page);
             } else {
@@ -577,18 +778,8 @@ fn assemble(
             }
         }
     }
+    output.truncated = cut || available > output.count;
     output
-}
-
-fn text_chars(found: &SearchMatch) -> usize {
-    let context = |lines: &Option<Vec<String>>| {
-        lines
-            .iter()
-            .flatten()
-            .map(|line| line.chars().count())
-            .sum::<usize>()
-    };
-    found.text.chars().count() + context(&found.before) + context(&found.after)
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {
@@ -652,7 +843,7 @@ mod tests {
 
     /// The scan alone; the index's answers are compared with it elsewhere.
     fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, ToolError> {
-        super::search(gate, &TreeModel::off(), input)
+        super::search(gate, &TreeModel::off(), input, &Cancel::never())
     }
 
     fn input(query: &str) -> SearchInput {
@@ -666,6 +857,7 @@ mod tests {
             context_lines: 0,
             output_mode: OutputMode::Content,
             offset: 0,
+            include_ignored: false,
         }
     }
 
@@ -811,18 +1003,125 @@ mod tests {
     }
 
     #[test]
-    fn large_answers_stop_at_the_text_budget() {
-        let line = "x".repeat(MAX_LINE_CHARS * 2);
+    fn large_answers_stay_within_the_size_hint_escapes_included() {
+        // Control characters escape to six characters each in JSON.
+        let line = format!("x{}", "\u{1}".repeat(MAX_LINE_CHARS * 2));
         let text: String = (0..400).map(|_| format!("{line}\n")).collect();
-        let (_d, gate) = project(&[("wide.txt", &text)]);
-        let mut query = input("x");
-        query.max_results = 200;
-        query.context_lines = 10;
+        let name = format!("{}.txt", "\u{1}".repeat(200));
+        let (_d, gate) = project(&[(name.as_str(), text.as_str())]);
+        for mode in [
+            OutputMode::Content,
+            OutputMode::FilesWithMatches,
+            OutputMode::Count,
+        ] {
+            let mut query = input("x");
+            query.max_results = 200;
+            query.context_lines = 10;
+            query.output_mode = mode;
+            let out = search(&gate, &query).unwrap();
+            assert!(out.count > 0);
+            let written = serde_json::to_string(&out).unwrap();
+            assert!(
+                written.encode_utf16().count() <= MAX_RESULT_CHARS,
+                "{mode:?}: {}",
+                written.len()
+            );
+            if mode == OutputMode::Content {
+                assert!(out.truncated && out.count < 200);
+            }
+        }
+    }
+
+    #[test]
+    fn deep_offsets_count_what_they_skip_and_give_the_sequential_page() {
+        // One big file the page starts in the middle of, then small ones.
+        let big: String = (1..=5000).map(|i| format!("hit {i}\n")).collect();
+        let mut files = vec![("a.txt".to_string(), big)];
+        for i in 0..50 {
+            files.push((format!("b{i:02}.txt"), "hit\nhit\n".to_string()));
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (_d, gate) = project(&refs);
+        let mut query = input("hit");
+        query.max_results = 20;
+        query.context_lines = 2;
+        query.offset = 4990;
         let out = search(&gate, &query).unwrap();
+        let found = lines(&out);
+        assert_eq!(found.len(), 20);
+        assert_eq!(found[0], ("a.txt".into(), 4991));
+        assert_eq!(found[9], ("a.txt".into(), 5000));
+        assert_eq!(found[10], ("b00.txt".into(), 1));
+        assert_eq!(
+            out.matches.as_ref().unwrap()[0]
+                .before
+                .as_ref()
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(out.truncated);
-        assert!(out.count < 200 && out.count > 0);
-        let total: usize = out.matches.as_ref().unwrap().iter().map(text_chars).sum();
-        assert!(total <= MAX_TEXT_CHARS, "{total}");
+
+        query.offset = MAX_OFFSET + 1;
+        let error = search(&gate, &query).unwrap_err().to_string();
+        assert!(error.contains("maximum of 10000"), "{error}");
+
+        let mut files_mode = input("hit");
+        files_mode.output_mode = OutputMode::FilesWithMatches;
+        files_mode.offset = 49;
+        let out = search(&gate, &files_mode).unwrap();
+        assert_eq!(out.files.unwrap(), vec!["b48.txt", "b49.txt"]);
+        assert!(!out.truncated);
+    }
+
+    #[test]
+    fn a_cancelled_search_stops_with_cancelled() {
+        let (_d, gate) = demo();
+        let cancel = Cancel::never();
+        cancel.cancel();
+        let error = super::search(&gate, &TreeModel::off(), &input("apply"), &cancel).unwrap_err();
+        assert!(matches!(error, ToolError::Cancelled));
+    }
+
+    #[test]
+    fn ignored_paths_get_a_note_and_can_be_included() {
+        let (_d, gate) = project(&[
+            (".gitignore", "scripts/*\n"),
+            ("scripts/w.py", "needle\n"),
+            ("src/a.py", "other\n"),
+        ]);
+        let mut query = input("needle");
+        query.path = "scripts".into();
+        let out = search(&gate, &query).unwrap();
+        assert_eq!(out.count, 0);
+        let note = out.note.expect("a note");
+        assert!(note.contains("include_ignored: true"), "{note}");
+        query.include_ignored = true;
+        let out = search(&gate, &query).unwrap();
+        assert_eq!(lines(&out), vec![("scripts/w.py".into(), 1)]);
+        assert!(out.note.is_none());
+        // An empty answer for other reasons carries no note.
+        let mut other = input("needle");
+        other.path = "src".into();
+        assert!(search(&gate, &other).unwrap().note.is_none());
+        let json = serde_json::to_value(search(&gate, &other).unwrap()).unwrap();
+        assert!(json.get("note").is_none());
+    }
+
+    #[test]
+    fn oversized_queries_and_regexes_are_refused() {
+        let (_d, gate) = demo();
+        let error = search(&gate, &input(&"a".repeat(MAX_QUERY_CHARS + 1)))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("at most 1024 characters"), "{error}");
+        let mut huge = input(r"\w{1000}\w{1000}");
+        huge.regex = true;
+        let error = search(&gate, &huge).unwrap_err().to_string();
+        assert!(error.contains("invalid regex"), "{error}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and talks to it over stdio. One binary links once, which matters on
 //! small machines (see uv's `tests/it`).
 
+mod bounds;
 mod checks;
 mod common;
 mod container;

@@ -261,13 +261,13 @@ async fn input_schemas_of_read_list_find_and_check_describe_every_parameter() {
     assert_input_schema(
         &tools,
         "list_project_directory",
-        &["path", "depth", "max_entries"],
+        &["path", "depth", "max_entries", "include_ignored"],
         &[],
     );
     assert_input_schema(
         &tools,
         "find_project_files",
-        &["pattern", "path", "max_results"],
+        &["pattern", "path", "max_results", "include_ignored"],
         &["pattern"],
     );
     assert_input_schema(
@@ -294,6 +294,7 @@ async fn input_schemas_of_search_and_get_docs_describe_every_parameter() {
             "context_lines",
             "output_mode",
             "offset",
+            "include_ignored",
         ],
         &["query"],
     );

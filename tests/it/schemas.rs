@@ -174,7 +174,7 @@ async fn input_limits_are_minimum_and_maximum() {
     let expected = [
         ("search_project_files", "max_results", Some(1), Some(200)),
         ("search_project_files", "context_lines", Some(0), Some(10)),
-        ("search_project_files", "offset", Some(0), None),
+        ("search_project_files", "offset", Some(0), Some(10_000)),
         ("read_project_file", "start_line", Some(1), None),
         ("read_project_file", "end_line", Some(1), None),
         ("list_project_directory", "depth", Some(1), Some(5)),

@@ -1,0 +1,355 @@
+//! `.gitignore` and `.ignore` files: read with bounds, compiled once.
+//!
+//! The semantics are ripgrep's: a folder's rules apply to everything below
+//! it; for each kind of file the deepest folder with a matching rule decides
+//! (a `!` rule re-includes), and a `.ignore` decision outranks a
+//! `.gitignore` one.
+//!
+//! An ignore file is honored up to its first [`MAX_IGNORE_BYTES`] and
+//! [`MAX_IGNORE_LINES`]; the rest is not, and a warning is logged once. A
+//! hostile file (100,000 globs) would otherwise cost seconds and gigabytes
+//! on every call. Not honoring lines only shows more files, never fewer, and
+//! the deny-list is separate. Ignore files are opened through the gate's
+//! opener, like every file the tools read: regular files only (a FIFO named
+//! `.gitignore` cannot block a walk), never through a symlink, never from
+//! outside the root.
+//!
+//! Compiled rules are cached by file and (size, modification and change
+//! time, inode), so concurrent and later calls share them, and an edited
+//! file is read again by the next call (a version changed less than two
+//! seconds before it was compiled is always read again: a same-size rewrite
+//! in the same clock tick keeps its stamp). Files are compiled one at a time under the
+//! cache's lock, so concurrent calls wait for one compilation instead of
+//! each doing it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, SystemTime};
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use crate::security::PathGate;
+
+/// Bytes of one ignore file that are honored.
+pub const MAX_IGNORE_BYTES: u64 = 64 * 1024;
+/// Lines of one ignore file that are honored: real files have a few
+/// hundred; compiling a thousand complex globs takes about 0.1 s.
+pub const MAX_IGNORE_LINES: usize = 1_000;
+/// Compiled files kept; the cache starts over when it is full.
+const MAX_CACHED_FILES: usize = 256;
+
+/// The compiled rules of one ignore file; `None` when there is none.
+type Rules = Option<Arc<Gitignore>>;
+
+/// The rules of one folder, by kind, and those of the folders above it.
+struct Chain {
+    ignore: Rules,
+    git: Rules,
+    parent: Option<Arc<Chain>>,
+}
+
+impl Chain {
+    fn new(gate: &PathGate, folder: &Path, parent: Option<Arc<Chain>>) -> Arc<Chain> {
+        Arc::new(Chain {
+            ignore: load(gate, &folder.join(".ignore"), folder),
+            git: load(gate, &folder.join(".gitignore"), folder),
+            parent,
+        })
+    }
+
+    fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
+        let kinds: [fn(&Chain) -> &Rules; 2] = [|chain| &chain.ignore, |chain| &chain.git];
+        for rules_of in kinds {
+            let mut level = Some(self);
+            while let Some(chain) = level {
+                if let Some(rules) = rules_of(chain) {
+                    match rules.matched(path, is_dir) {
+                        Match::Ignore(_) => return true,
+                        Match::Whitelist(_) => return false,
+                        Match::None => {}
+                    }
+                }
+                level = chain.parent.as_deref();
+            }
+        }
+        false
+    }
+}
+
+/// The ignore rules of one walk: from the root down to the walk's start,
+/// then each folder below as the walk reaches it.
+pub struct RuleTree {
+    gate: PathGate,
+    start: PathBuf,
+    chains: RwLock<HashMap<PathBuf, Arc<Chain>>>,
+}
+
+impl RuleTree {
+    /// Reads the ignore files from the gate's root down to `start`
+    /// (inclusive).
+    pub fn new(gate: &PathGate, start: &Path) -> RuleTree {
+        let root = gate.root();
+        let mut chain = Chain::new(gate, root, None);
+        if let Ok(rest) = start.strip_prefix(root) {
+            let mut folder = root.to_path_buf();
+            for part in rest.components() {
+                folder.push(part);
+                chain = Chain::new(gate, &folder, Some(chain));
+            }
+        }
+        let mut chains = HashMap::new();
+        chains.insert(start.to_path_buf(), chain);
+        RuleTree {
+            gate: gate.clone(),
+            start: start.to_path_buf(),
+            chains: RwLock::new(chains),
+        }
+    }
+
+    /// False when the ignore files exclude `path`.
+    pub fn admits(&self, path: &Path, is_dir: bool) -> bool {
+        let folder = path.parent().unwrap_or(path);
+        !self.chain(folder).is_ignored(path, is_dir)
+    }
+
+    /// The chain of `folder`, read the first time the walk reaches it.
+    /// The walk admits a folder before it lists it, so its parent's chain
+    /// is usually there already.
+    fn chain(&self, folder: &Path) -> Arc<Chain> {
+        if let Some(chain) = self.chains.read().ok().and_then(|c| c.get(folder).cloned()) {
+            return chain;
+        }
+        let parent = match folder.parent() {
+            Some(parent) if folder != self.start && folder.starts_with(&self.start) => {
+                self.chain(parent)
+            }
+            // Nothing above the start is walked; a stray path gets its rules.
+            _ => return self.start_chain(),
+        };
+        let chain = Chain::new(&self.gate, folder, Some(parent));
+        if let Ok(mut chains) = self.chains.write() {
+            chains.insert(folder.to_path_buf(), chain.clone());
+        }
+        chain
+    }
+
+    fn start_chain(&self) -> Arc<Chain> {
+        self.chains
+            .read()
+            .ok()
+            .and_then(|chains| chains.get(&self.start).cloned())
+            .unwrap_or_else(|| {
+                Arc::new(Chain {
+                    ignore: None,
+                    git: None,
+                    parent: None,
+                })
+            })
+    }
+}
+
+/// What identifies one version of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    /// Status-change time in nanoseconds (unix): a rewrite that puts the
+    /// modification time back still moves it.
+    changed: i128,
+    inode: u64,
+}
+
+/// File times move in clock ticks (a few milliseconds, a second on some
+/// file systems): a version compiled this soon after its last change may
+/// share its stamp with a rewrite in the same tick, so it is read again.
+const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Stamp {
+        #[cfg(unix)]
+        let (inode, changed) = {
+            use std::os::unix::fs::MetadataExt;
+            (
+                metadata.ino(),
+                i128::from(metadata.ctime()) * 1_000_000_000 + i128::from(metadata.ctime_nsec()),
+            )
+        };
+        #[cfg(not(unix))]
+        let (inode, changed) = (0, 0);
+        Stamp {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            changed,
+            inode,
+        }
+    }
+
+    /// True when a cache entry made at `compiled_at` can stand for this
+    /// version: no rewrite could have kept the same stamp since.
+    fn settled_before(&self, compiled_at: SystemTime) -> bool {
+        self.modified
+            .and_then(|modified| compiled_at.duration_since(modified).ok())
+            .is_some_and(|age| age > RACY_WINDOW)
+    }
+}
+
+struct Cached {
+    stamp: Stamp,
+    compiled_at: SystemTime,
+    rules: Rules,
+}
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Cached>>> = OnceLock::new();
+    CACHE.get_or_init(Mutex::default)
+}
+
+/// The rules of the ignore file at `file` (in `folder`), from the cache
+/// when the file is unchanged.
+fn load(gate: &PathGate, file: &Path, folder: &Path) -> Rules {
+    let (handle, metadata) = gate.open_file_with_metadata(file).ok()?;
+    let stamp = Stamp::of(&metadata);
+    let Ok(mut cache) = cache().lock() else {
+        return compile(handle, file, folder);
+    };
+    if let Some(cached) = cache.get(file)
+        && cached.stamp == stamp
+        && stamp.settled_before(cached.compiled_at)
+    {
+        return cached.rules.clone();
+    }
+    let compiled_at = SystemTime::now();
+    let rules = compile(handle, file, folder);
+    if cache.len() >= MAX_CACHED_FILES {
+        cache.clear();
+    }
+    cache.insert(
+        file.to_path_buf(),
+        Cached {
+            stamp,
+            compiled_at,
+            rules: rules.clone(),
+        },
+    );
+    rules
+}
+
+fn compile(handle: File, file: &Path, folder: &Path) -> Rules {
+    let mut text = Vec::new();
+    handle
+        .take(MAX_IGNORE_BYTES + 1)
+        .read_to_end(&mut text)
+        .ok()?;
+    let mut cut = text.len() as u64 > MAX_IGNORE_BYTES;
+    text.truncate(MAX_IGNORE_BYTES as usize);
+    let text = String::from_utf8_lossy(&text);
+    let mut builder = GitignoreBuilder::new(folder);
+    for (number, line) in text.lines().enumerate() {
+        if number == MAX_IGNORE_LINES {
+            cut = true;
+            break;
+        }
+        // A bad line is skipped; the file's other lines still count.
+        let _ = builder.add_line(Some(file.to_path_buf()), line);
+    }
+    if cut {
+        tracing::warn!(
+            file = %file.display(),
+            max_bytes = MAX_IGNORE_BYTES,
+            max_lines = MAX_IGNORE_LINES,
+            "ignore file is honored only up to its first 64 KiB and 1000 lines; the rest does not hide files"
+        );
+    }
+    builder.build().ok().map(Arc::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for (path, text) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        (dir, gate, root)
+    }
+
+    #[test]
+    fn deepest_rule_decides_and_ignore_outranks_gitignore() {
+        let (_d, gate, root) = tree(&[
+            (".gitignore", "*.log\nbuild/\n"),
+            ("sub/.gitignore", "!keep.log\n"),
+            (".ignore", "!special.log\n"),
+        ]);
+        let rules = RuleTree::new(&gate, &root);
+        assert!(!rules.admits(&root.join("a.log"), false));
+        assert!(!rules.admits(&root.join("build"), true));
+        assert!(rules.admits(&root.join("build"), false));
+        assert!(rules.admits(&root.join("sub/keep.log"), false));
+        assert!(!rules.admits(&root.join("sub/other.log"), false));
+        assert!(rules.admits(&root.join("special.log"), false));
+    }
+
+    #[test]
+    fn a_huge_ignore_file_is_honored_only_up_to_its_limits() {
+        let mut text: String = (0..MAX_IGNORE_LINES).map(|i| format!("g{i}*\n")).collect();
+        text.push_str("late.txt\n");
+        let (_d, gate, root) = tree(&[(".gitignore", &text)]);
+        let rules = RuleTree::new(&gate, &root);
+        assert!(!rules.admits(&root.join("g7x"), false));
+        assert!(rules.admits(&root.join("late.txt"), false));
+    }
+
+    #[test]
+    fn compiled_rules_are_shared_until_the_file_changes() {
+        let (_d, gate, root) = tree(&[(".gitignore", "a.txt\n")]);
+        let file = root.join(".gitignore");
+        let settled = SystemTime::now() - 2 * RACY_WINDOW;
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_modified(settled))
+            .unwrap();
+        let first = load(&gate, &file, &root).unwrap();
+        let again = load(&gate, &file, &root).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        fs::write(&file, "b.txt\nc.txt\n").unwrap();
+        let rules = RuleTree::new(&gate, &root);
+        assert!(rules.admits(&root.join("a.txt"), false));
+        assert!(!rules.admits(&root.join("c.txt"), false));
+    }
+
+    #[test]
+    fn a_version_changed_just_before_it_was_compiled_is_read_again() {
+        let (_d, gate, root) = tree(&[(".gitignore", "a.txt\n")]);
+        let file = root.join(".gitignore");
+        let first = load(&gate, &file, &root).unwrap();
+        // A same-size rewrite in the same clock tick may keep the stamp.
+        let again = load(&gate, &file, &root).unwrap();
+        assert!(!Arc::ptr_eq(&first, &again));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_symlink_is_not_read() {
+        let (_d, gate, root) = tree(&[("outside.txt", "*\n")]);
+        std::os::unix::fs::symlink(root.join("outside.txt"), root.join(".gitignore")).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join(".ignore"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let rules = RuleTree::new(&gate, &root);
+        assert!(rules.admits(&root.join("x.txt"), false));
+    }
+}
