@@ -219,17 +219,6 @@ impl Indexer {
     }
 }
 
-pub fn open_without_following(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    options.open(path)
-}
-
 fn lstat(path: &Path) -> Option<Metadata> {
     std::fs::symlink_metadata(path).ok()
 }
@@ -259,10 +248,10 @@ fn has_negation(ignores: &[IgnoreFile; 2]) -> bool {
 
 /// A folder's stamp, its ignore files, and whether all those stamps can be
 /// trusted to show the next change.
-fn dir_state(dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
+fn dir_state(gate: &PathGate, dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
     let seen_at = SystemTime::now();
     let stamp = lstat(dir).map(|m| Stamp::of(&m));
-    let ignores = read_ignores(dir);
+    let ignores = read_ignores(gate, dir);
     let settled = stamp.is_some_and(|s| !s.is_racy(seen_at))
         && ignores
             .iter()
@@ -274,13 +263,15 @@ fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
     IGNORE_FILES.map(|name| lstat(&dir.join(name)).map(|m| Stamp::of(&m)))
 }
 
-fn read_ignores(dir: &Path) -> Box<[IgnoreFile; 2]> {
+/// The ignore files' text, read through the gate's opener: compared only,
+/// to see when the rules changed.
+fn read_ignores(gate: &PathGate, dir: &Path) -> Box<[IgnoreFile; 2]> {
     Box::new(IGNORE_FILES.map(|name| {
         let path = dir.join(name);
         let stamp = lstat(&path).map(|m| Stamp::of(&m));
         let text = stamp.and_then(|_| {
             let mut text = Vec::new();
-            let file = open_without_following(&path).ok()?;
+            let file = gate.open_file(&path).ok()?;
             file.take(MAX_INDEXED_BYTES).read_to_end(&mut text).ok()?;
             Some(text)
         });
@@ -304,7 +295,7 @@ pub struct Tree {
 impl Tree {
     pub fn new(gate: &PathGate) -> Self {
         let root = gate.root();
-        let (root_stamp, root_ignores, root_settled) = dir_state(root);
+        let (root_stamp, root_ignores, root_settled) = dir_state(gate, root);
         let negations = has_negation(&root_ignores);
         Self {
             gate: gate.clone(),
@@ -363,7 +354,7 @@ impl Tree {
                 node.content = trigrams.map_or(Content::Always, Content::Fresh);
             }
             EntryKind::Dir => {
-                let (stamp, ignores, settled) = dir_state(&path);
+                let (stamp, ignores, settled) = dir_state(&self.gate, &path);
                 node.stamp = stamp;
                 node.ignores = Some(ignores);
                 node.settled = settled;
@@ -621,7 +612,7 @@ impl Tree {
         } else {
             self.path_of(dir)
         };
-        let (stamp, ignores, settled) = dir_state(&path);
+        let (stamp, ignores, settled) = dir_state(&self.gate, &path);
         if dir == "." {
             self.root_stamp = stamp;
             self.root_settled = settled;
@@ -648,9 +639,9 @@ impl Tree {
         };
         if self
             .ignores_of(dir)
-            .is_some_and(|known| *known != *read_ignores(&path))
+            .is_some_and(|known| *known != *read_ignores(&self.gate, &path))
         {
-            let fresh = read_ignores(&path);
+            let fresh = read_ignores(&self.gate, &path);
             let dir = if self.negations || has_negation(&fresh) {
                 "."
             } else {
