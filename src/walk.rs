@@ -147,7 +147,7 @@ pub fn holds_files(gate: &PathGate, start: &ResolvedPath, options: &WalkOptions)
 
 /// A starting folder that cannot be read is an error, not an empty answer;
 /// unreadable folders further down are skipped.
-fn ensure_readable(start: &ResolvedPath) -> io::Result<()> {
+pub fn ensure_readable(start: &ResolvedPath) -> io::Result<()> {
     if start.real.is_dir() {
         std::fs::read_dir(&start.real)?;
     }

@@ -202,6 +202,8 @@ impl TreeModel {
         cheap_only: bool,
         answer: impl FnOnce(&Live, &Path) -> T,
     ) -> Option<T> {
+        // An unreadable starting folder is the walker's error to give.
+        walk::ensure_readable(start).ok()?;
         let mut state = self.shared.state.lock().ok()?;
         let State::Ready(live) = &mut *state else {
             return None;
