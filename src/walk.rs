@@ -56,6 +56,21 @@ pub struct WalkOptions {
     pub cancel: Cancel,
 }
 
+impl EntryKind {
+    /// The kind of an entry as seen without following a symlink.
+    pub fn of(file_type: std::fs::FileType) -> Self {
+        if file_type.is_symlink() {
+            Self::Symlink
+        } else if file_type.is_dir() {
+            Self::Dir
+        } else if file_type.is_file() {
+            Self::File
+        } else {
+            Self::Other
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// Root-relative, `/`-separated.
@@ -295,15 +310,7 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, confirm: Option<&mut LastFolder>)
     if !file_type.is_dir() && gate.is_denied(&relative) {
         return None;
     }
-    let kind = if file_type.is_symlink() {
-        EntryKind::Symlink
-    } else if file_type.is_dir() {
-        EntryKind::Dir
-    } else if file_type.is_file() {
-        EntryKind::File
-    } else {
-        EntryKind::Other
-    };
+    let kind = EntryKind::of(file_type);
     // A file that vanished or was swapped since it was listed is skipped.
     let size = match confirm {
         Some(last) if kind != EntryKind::Dir => {
@@ -362,9 +369,7 @@ mod tests {
     use std::fs;
 
     fn tree() -> (tempfile::TempDir, PathGate) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, text) in [
+        let (dir, root) = crate::security::temp_root(&[
             ("src/main.rs", "fn main() {}"),
             ("src/gen/out.rs", "generated"),
             ("src/lib.rs", "pub fn x() {}"),
@@ -379,11 +384,7 @@ mod tests {
             ("build/out.txt", "x"),
             (".gitignore", "build/\n"),
             ("src/.gitignore", "gen/\n"),
-        ] {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
+        ]);
         let gate = PathGate::new(root, &[]).unwrap();
         (dir, gate)
     }

@@ -224,16 +224,7 @@ fn lstat(path: &Path) -> Option<Metadata> {
 }
 
 fn kind_of(metadata: &Metadata) -> EntryKind {
-    let file_type = metadata.file_type();
-    if file_type.is_symlink() {
-        EntryKind::Symlink
-    } else if file_type.is_dir() {
-        EntryKind::Dir
-    } else if file_type.is_file() {
-        EntryKind::File
-    } else {
-        EntryKind::Other
-    }
+    EntryKind::of(metadata.file_type())
 }
 
 fn has_negation(ignores: &[IgnoreFile; 2]) -> bool {

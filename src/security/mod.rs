@@ -419,6 +419,22 @@ fn glob_set(globs: &[&str]) -> Result<GlobSet, PathError> {
     })
 }
 
+/// Test fixture for every module: a temporary, canonical project root
+/// holding `files` (path, content).
+#[cfg(test)]
+pub(crate) fn temp_root<T: AsRef<[u8]>>(
+    files: &[(&str, T)],
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dunce::canonicalize(dir.path()).expect("canonical temp dir");
+    for (path, content) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("create folders");
+        std::fs::write(path, content).expect("write fixture");
+    }
+    (dir, root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

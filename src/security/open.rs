@@ -468,13 +468,7 @@ mod tests {
     use std::fs;
 
     fn root_with(files: &[(&str, &str)]) -> (tempfile::TempDir, RootDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, text) in files {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
+        let (dir, root) = crate::security::temp_root(files);
         let opener = RootDir::open(&root).unwrap();
         (dir, opener)
     }

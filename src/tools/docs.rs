@@ -388,18 +388,11 @@ fn file_stem(file: &str) -> String {
 mod tests {
     use super::*;
     use crate::config::{Config, Overrides};
-    use std::fs;
 
     const ARCHITECTURE: &str = "# Architecture\n\nIntro text.\n\n## Security\n\nEvery path goes through one gate.\n\n```sh\n# not a heading\n```\n\n## Whitelist\n\nOnly whitelisted checks run. The whitelist is operator-owned.\n";
 
     fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, Project) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, text) in files {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
+        let (dir, root) = crate::security::temp_root(files);
         let config = Config::load(Overrides::default()).unwrap();
         let project = Project::open(&config, root).unwrap();
         (dir, project)

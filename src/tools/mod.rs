@@ -160,13 +160,7 @@ pub fn json_byte_width(byte: u8) -> usize {
 pub(crate) fn temp_project<T: AsRef<[u8]>>(
     files: &[(&str, T)],
 ) -> (tempfile::TempDir, crate::security::PathGate) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dunce::canonicalize(dir.path()).expect("canonical temp dir");
-    for (path, content) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("create folders");
-        std::fs::write(path, content).expect("write fixture");
-    }
+    let (dir, root) = crate::security::temp_root(files);
     let gate = crate::security::PathGate::new(root, &[]).expect("gate");
     (dir, gate)
 }

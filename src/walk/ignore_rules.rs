@@ -273,13 +273,7 @@ mod tests {
     use std::fs;
 
     fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
-        for (path, text) in files {
-            let path = root.join(path);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        }
+        let (dir, root) = crate::security::temp_root(files);
         let gate = PathGate::new(root.clone(), &[]).unwrap();
         (dir, gate, root)
     }
