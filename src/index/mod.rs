@@ -193,6 +193,27 @@ impl TreeModel {
         })
     }
 
+    /// Every entry below `start` as [`walk::walk`] gives it with `options`:
+    /// from the model when it can answer, else from the walker. The model
+    /// holds the default view only, so `include_ignored` always walks.
+    pub fn entries_or_walk(
+        &self,
+        gate: &PathGate,
+        start: &ResolvedPath,
+        max_depth: Option<usize>,
+        options: &WalkOptions,
+    ) -> std::io::Result<Vec<Entry>> {
+        let known = if options.include_ignored {
+            None
+        } else {
+            self.entries(start, max_depth)
+        };
+        match known {
+            Some(entries) => Ok(entries),
+            None => walk::walk(gate, start, max_depth, options),
+        }
+    }
+
     /// Applies pending changes, then runs `answer` on the model when it
     /// holds the folder `start`. With `cheap_only`, a call that would need a
     /// stat sweep leaves it to a later call and answers `None`.

@@ -8,7 +8,7 @@ use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 200;
 pub const MAX_RESULTS_CAP: usize = 1000;
@@ -88,17 +88,9 @@ pub fn find(
         include_ignored: input.include_ignored,
         cancel: cancel.clone(),
     };
-    // The model holds the default view only: ignored files need the walker.
-    let known = if input.include_ignored {
-        None
-    } else {
-        model.entries(&start, None)
-    };
-    let entries = match known {
-        Some(entries) => entries,
-        None => walk::walk(gate, &start, None, &options)
-            .map_err(|error| ToolError::io(&start.relative, &error))?,
-    };
+    let entries = model
+        .entries_or_walk(gate, &start, None, &options)
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
     let matching: Vec<String> = entries
         .into_iter()
         .filter(|entry| entry.kind == EntryKind::File)
@@ -115,15 +107,8 @@ pub fn find(
         truncated: false,
     };
     let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
-    let total = matching.len();
-    for file in matching.into_iter().take(max_results) {
-        if !budget.take(&file) {
-            break;
-        }
-        output.files.push(file);
-    }
+    output.truncated = budget.fill(matching.into_iter(), max_results, &mut output.files);
     output.count = output.files.len();
-    output.truncated = total > output.count;
     Ok(output)
 }
 

@@ -7,7 +7,7 @@ use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{EntryKind, WalkOptions};
 
 pub const MAX_DEPTH: u32 = 5;
 pub const DEFAULT_MAX_ENTRIES: usize = 500;
@@ -106,17 +106,9 @@ pub fn list(
         include_ignored: input.include_ignored,
         cancel: cancel.clone(),
     };
-    // The model holds the default view only: ignored entries need the walker.
-    let known = if input.include_ignored {
-        None
-    } else {
-        model.entries(&start, Some(depth))
-    };
-    let found = match known {
-        Some(found) => found,
-        None => walk::walk(gate, &start, Some(depth), &options)
-            .map_err(|error| ToolError::io(&start.relative, &error))?,
-    };
+    let found = model
+        .entries_or_walk(gate, &start, Some(depth), &options)
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     let mut output = ListOutput {
         status: Status::Success,
@@ -126,26 +118,19 @@ pub fn list(
         truncated: false,
     };
     let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
-    let total = found.len();
-    for entry in found.into_iter().take(max_entries) {
-        let listed = ListEntry {
-            name: entry
-                .relative
-                .rsplit('/')
-                .next()
-                .unwrap_or(&entry.relative)
-                .to_string(),
-            path: entry.relative,
-            kind: entry.kind,
-            size: entry.size,
-        };
-        if !budget.take(&listed) {
-            break;
-        }
-        output.entries.push(listed);
-    }
+    let listed = found.into_iter().map(|entry| ListEntry {
+        name: entry
+            .relative
+            .rsplit('/')
+            .next()
+            .unwrap_or(&entry.relative)
+            .to_string(),
+        path: entry.relative,
+        kind: entry.kind,
+        size: entry.size,
+    });
+    output.truncated = budget.fill(listed, max_entries, &mut output.entries);
     output.count = output.entries.len();
-    output.truncated = total > output.count;
     Ok(output)
 }
 

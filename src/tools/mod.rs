@@ -141,6 +141,24 @@ impl JsonBudget {
         self.left -= cost;
         true
     }
+
+    /// Moves `items` into `out` in order while they fit, at most `max`;
+    /// true when any were left out (the answer is `truncated`).
+    pub fn fill<T: serde::Serialize>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = T>,
+        max: usize,
+        out: &mut Vec<T>,
+    ) -> bool {
+        let total = items.len();
+        for item in items.take(max) {
+            if !self.take(&item) {
+                break;
+            }
+            out.push(item);
+        }
+        total > out.len()
+    }
 }
 
 /// Width of one byte of UTF-8 text once it is a JSON string, counted as
