@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, demo_root, text_of};
+use crate::common::{RawServer, Server, demo_root, eventually, pid_in, text_of};
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
@@ -52,32 +52,6 @@ impl Setup {
 
 fn check(name: &str) -> Value {
     json!({ "check_name": name })
-}
-
-/// Polls `condition` until it holds; panics with `what` after 20 s.
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..400 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting until {what}");
-}
-
-/// The pid the check's shell wrote to `file` (it leads the check's group).
-async fn read_pid(root: &Path, file: &str) -> i32 {
-    let path = root.join(file);
-    let mut pid = None;
-    eventually("the check wrote its pid", || {
-        pid = std::fs::read_to_string(&path)
-            .ok()
-            .filter(|text| text.ends_with('\n'))
-            .and_then(|text| text.trim().parse().ok());
-        pid.is_some()
-    })
-    .await;
-    pid.expect("pid")
 }
 
 /// Every process (zombies included) whose process group is `pgid`, read
@@ -425,7 +399,7 @@ async fn timeout_kills_the_grandchild_and_returns_the_spec_error() {
     assert_eq!(structured["stderr"], "");
     assert_eq!(structured["truncated"], false);
 
-    let pgid = read_pid(setup.root(), "tree.pid").await;
+    let pgid = pid_in(setup.root(), "tree.pid").await;
     assert_tree_gone(pgid).await;
     server.stop().await;
 }
@@ -454,7 +428,7 @@ async fn cancellation_kills_the_tree_and_nothing_more_is_answered() {
             break;
         }
     }
-    let pgid = read_pid(setup.root(), "tree.pid").await;
+    let pgid = pid_in(setup.root(), "tree.pid").await;
     assert!(!group_members(pgid).is_empty(), "the check runs");
 
     server
@@ -493,7 +467,7 @@ async fn server_shutdown_kills_a_running_check() {
             "params": {"name": "run_project_check", "arguments": {"check_name": "hang"}}
         }))
         .await;
-    let pgid = read_pid(setup.root(), "tree.pid").await;
+    let pgid = pid_in(setup.root(), "tree.pid").await;
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
     assert_tree_gone(pgid).await;

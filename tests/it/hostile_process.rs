@@ -5,11 +5,13 @@
 //! inputs that would make huge log lines. Every test drives the real binary.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{RawServer, SETTINGS_ENV, binary, demo_root, server_command};
+use crate::common::{
+    RawServer, SETTINGS_ENV, binary, demo_root, eventually, pid_in, server_command,
+};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -54,32 +56,6 @@ fn call(id: u64, name: &str, arguments: Value) -> Value {
 
 fn check_call(id: u64, check_name: &str) -> Value {
     call(id, "run_project_check", json!({"check_name": check_name}))
-}
-
-/// Polls `condition` until it holds; panics with `what` after 20 s.
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..400 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting until {what}");
-}
-
-/// The pid a check's process wrote (with a final newline) to `file`.
-async fn pid_in(root: &Path, file: &str) -> i32 {
-    let path = root.join(file);
-    let mut pid = None;
-    eventually("the check wrote a pid", || {
-        pid = std::fs::read_to_string(&path)
-            .ok()
-            .filter(|text| text.ends_with('\n'))
-            .and_then(|text| text.trim().parse().ok());
-        pid.is_some()
-    })
-    .await;
-    pid.expect("pid")
 }
 
 /// The process exists and is not a zombie.

@@ -378,3 +378,29 @@ pub fn matches(out: &Value) -> Vec<(String, u64, String)> {
 pub fn hit(file: &str, line: u64, text: &str) -> (String, u64, String) {
     (file.to_string(), line, text.to_string())
 }
+
+/// Polls `condition` until it holds; panics with `what` after 20 s.
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// The pid a check's process wrote (with a final newline) to `file`.
+pub async fn pid_in(root: &Path, file: &str) -> i32 {
+    let path = root.join(file);
+    let mut pid = None;
+    eventually("the check wrote a pid", || {
+        pid = std::fs::read_to_string(&path)
+            .ok()
+            .filter(|text| text.ends_with('\n'))
+            .and_then(|text| text.trim().parse().ok());
+        pid.is_some()
+    })
+    .await;
+    pid.expect("pid")
+}
