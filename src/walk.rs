@@ -32,6 +32,9 @@ use crate::cancel::Cancel;
 use crate::security::{EntryStat, LastFolder, PathGate, ResolvedPath};
 
 mod ignore_rules;
+mod stamp;
+
+pub use stamp::Stamp;
 
 /// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];

@@ -14,25 +14,26 @@
 //! `.gitignore` cannot block a walk), never through a symlink, never from
 //! outside the root.
 //!
-//! Compiled rules are cached by file and (size, modification and change
-//! time, inode), so concurrent and later calls share them, and an edited
-//! file is read again by the next call (a version changed less than two
-//! seconds before it was compiled is always read again: a same-size rewrite
-//! in the same clock tick keeps its stamp). Files are compiled one at a time under the
-//! cache's lock, so concurrent calls wait for one compilation instead of
-//! each doing it.
+//! Compiled rules are cached by file and [`Stamp`] (size, times, inode), so
+//! concurrent and later calls share them, and an edited file is read again
+//! by the next call (a version that was still racy when it was compiled,
+//! see [`Stamp::is_racy`], is always read again: a same-size rewrite in the
+//! same clock tick keeps its stamp). Files are compiled one at a time under
+//! the cache's lock, so concurrent calls wait for one compilation instead
+//! of each doing it.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::security::PathGate;
+use crate::walk::Stamp;
 
 /// Bytes of one ignore file that are honored.
 pub const MAX_IGNORE_BYTES: u64 = 64 * 1024;
@@ -152,51 +153,6 @@ impl RuleTree {
     }
 }
 
-/// What identifies one version of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-    /// Status-change time in nanoseconds (unix): a rewrite that puts the
-    /// modification time back still moves it.
-    changed: i128,
-    inode: u64,
-}
-
-/// File times move in clock ticks (a few milliseconds, a second on some
-/// file systems): a version compiled this soon after its last change may
-/// share its stamp with a rewrite in the same tick, so it is read again.
-const RACY_WINDOW: Duration = Duration::from_secs(2);
-
-impl Stamp {
-    fn of(metadata: &std::fs::Metadata) -> Stamp {
-        #[cfg(unix)]
-        let (inode, changed) = {
-            use std::os::unix::fs::MetadataExt;
-            (
-                metadata.ino(),
-                i128::from(metadata.ctime()) * 1_000_000_000 + i128::from(metadata.ctime_nsec()),
-            )
-        };
-        #[cfg(not(unix))]
-        let (inode, changed) = (0, 0);
-        Stamp {
-            len: metadata.len(),
-            modified: metadata.modified().ok(),
-            changed,
-            inode,
-        }
-    }
-
-    /// True when a cache entry made at `compiled_at` can stand for this
-    /// version: no rewrite could have kept the same stamp since.
-    fn settled_before(&self, compiled_at: SystemTime) -> bool {
-        self.modified
-            .and_then(|modified| compiled_at.duration_since(modified).ok())
-            .is_some_and(|age| age > RACY_WINDOW)
-    }
-}
-
 struct Cached {
     stamp: Stamp,
     compiled_at: SystemTime,
@@ -218,7 +174,7 @@ fn load(gate: &PathGate, file: &Path, folder: &Path) -> Rules {
     };
     if let Some(cached) = cache.get(file)
         && cached.stamp == stamp
-        && stamp.settled_before(cached.compiled_at)
+        && !stamp.is_racy(cached.compiled_at)
     {
         return cached.rules.clone();
     }
@@ -308,12 +264,14 @@ mod tests {
     fn compiled_rules_are_shared_until_the_file_changes() {
         let (_d, gate, root) = tree(&[(".gitignore", "a.txt\n")]);
         let file = root.join(".gitignore");
-        let settled = SystemTime::now() - 2 * RACY_WINDOW;
-        fs::File::options()
-            .write(true)
-            .open(&file)
-            .and_then(|f| f.set_modified(settled))
-            .unwrap();
+        // Until the file's clock tick has passed, every load re-reads it.
+        for _ in 0..100 {
+            let stamp = Stamp::of(&fs::symlink_metadata(&file).unwrap());
+            if !stamp.is_racy(SystemTime::now()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         let first = load(&gate, &file, &root).unwrap();
         let again = load(&gate, &file, &root).unwrap();
         assert!(Arc::ptr_eq(&first, &again));

@@ -1,0 +1,78 @@
+//! What identifies one version of a file, shared by the tree model and the
+//! walker's ignore-rule cache.
+
+use std::fs::Metadata;
+use std::time::{Duration, SystemTime};
+
+/// What identifies one version of a file: a rewrite changes at least the
+/// change time (to the nanosecond where the file system keeps it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    len: u64,
+    modified: i128,
+    changed: i128,
+    inode: u64,
+    device: u64,
+    mode: u32,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    pub fn of(metadata: &Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+        Self {
+            len: metadata.len(),
+            modified: nanos(metadata.mtime(), metadata.mtime_nsec()),
+            changed: nanos(metadata.ctime(), metadata.ctime_nsec()),
+            inode: metadata.ino(),
+            device: metadata.dev(),
+            mode: metadata.mode(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn of(metadata: &Metadata) -> Self {
+        let nanos = |time: std::io::Result<SystemTime>| {
+            time.ok()
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i128)
+        };
+        Self {
+            len: metadata.len(),
+            modified: nanos(metadata.modified()),
+            changed: nanos(metadata.created()),
+            inode: 0,
+            device: 0,
+            mode: u32::from(metadata.permissions().readonly()),
+        }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.len
+    }
+
+    /// The inode, where the platform has one: the searcher opens a file
+    /// only while it is still this one.
+    pub fn inode(&self) -> Option<u64> {
+        cfg!(unix).then_some(self.inode)
+    }
+
+    /// Whether a write right after `seen_at` could leave this stamp
+    /// unchanged: the file changed so recently that the file system's clock
+    /// tick may not have moved on (git's "racily clean" entries). Stamps in
+    /// whole seconds get two seconds of doubt, finer ones a tenth.
+    pub fn is_racy(&self, seen_at: SystemTime) -> bool {
+        let whole_seconds = self.modified % 1_000_000_000 == 0 && self.changed % 1_000_000_000 == 0;
+        let doubt = if whole_seconds {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_millis(100)
+        };
+        let Ok(seen) = seen_at.duration_since(SystemTime::UNIX_EPOCH) else {
+            return true;
+        };
+        let latest = self.modified.max(self.changed);
+        latest + doubt.as_nanos() as i128 >= seen.as_nanos() as i128
+    }
+}
