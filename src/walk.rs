@@ -202,8 +202,18 @@ pub fn walk_sorted(
 
 /// Sorted by path, compared folder by folder (as a sorted depth-first walk
 /// yields them): `a/b` comes before `a.txt` because `a` < `a.txt`.
+///
+/// Compared byte by byte with `/` ranked below every other byte, which
+/// orders names as the folder-by-folder comparison does (no name holds a
+/// `/`) without splitting: the tree model's sorted map compares paths on
+/// every lookup.
 pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
-    a.split('/').cmp(b.split('/'))
+    let rank = |byte: u8| if byte == b'/' { 0 } else { u16::from(byte) + 1 };
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    match std::iter::zip(a, b).position(|(x, y)| x != y) {
+        Some(at) => rank(a[at]).cmp(&rank(b[at])),
+        None => a.len().cmp(&b.len()),
+    }
 }
 
 /// The settings every walk shares: ignore files and skip list (unless
@@ -369,7 +379,22 @@ fn relative_to(root: &Path, path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::fs;
+
+    proptest! {
+        #[test]
+        fn path_order_compares_folder_by_folder(
+            a in "[a/.\\-_~Zé]{1,12}",
+            b in "[a/.\\-_~Zé]{1,12}",
+        ) {
+            // Paths as the walker builds them: no empty names.
+            let clean = |p: &str| p.split('/').filter(|n| !n.is_empty()).collect::<Vec<_>>().join("/");
+            let (a, b) = (clean(&a), clean(&b));
+            prop_assume!(!a.is_empty() && !b.is_empty());
+            prop_assert_eq!(path_order(&a, &b), a.split('/').cmp(b.split('/')));
+        }
+    }
 
     fn tree() -> (tempfile::TempDir, PathGate) {
         let (dir, root) = crate::security::temp_root(&[

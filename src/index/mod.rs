@@ -26,18 +26,17 @@ use std::time::Instant;
 
 use ngram::{PostingCache, Shard, ShardBuilder};
 use plan::Query;
-use tree::{Content, Indexer, Tree};
+use tree::{Content, Indexer, PathKey, Tree, depth};
 use watch::{ChangeWatcher, Changes};
 
 use crate::config::IndexConfig;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry, EntryKind, WalkOptions};
+use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
-/// scratch each while sorting, so 16 MiB at most.
-const SHARD_PAIRS: usize = 1024 * 1024;
-/// What one file-list entry costs besides its path, roughly.
-const NODE_BYTES: usize = 128;
+/// scratch each while sorting, so 8 MiB (unless one file alone has more).
+/// The shards are merged into one at the end.
+const SHARD_PAIRS: usize = 512 * 1024;
 
 /// What the search asks for, as its matcher will see it.
 #[derive(Debug, Clone, Copy)]
@@ -58,10 +57,15 @@ struct Shared {
     limit_bytes: usize,
     state: Mutex<State>,
     cancelled: AtomicBool,
+    /// The build thread has not finished: contents are still being indexed.
+    building: AtomicBool,
 }
 
 enum State {
+    /// The file list is being walked.
     Building,
+    /// The file list answers; until the build thread finishes indexing
+    /// contents, every file is a candidate (the index only narrows).
     Ready(Box<Live>),
     /// Switched off, over the memory limit, or the build failed: every
     /// call walks the tree as if there were no model.
@@ -73,6 +77,8 @@ struct Live {
     /// Changes were lost and no sweep has caught up with them yet.
     sweep_owed: bool,
     shards: Vec<Shard>,
+    /// The path of each base id, to turn posting lists into files.
+    base_keys: Vec<PathKey>,
     watcher: ChangeWatcher,
     indexer: Indexer,
 }
@@ -110,20 +116,23 @@ impl TreeModel {
                 State::Off
             }),
             cancelled: AtomicBool::new(false),
+            building: AtomicBool::new(config.enabled),
         });
         if config.enabled {
             let building = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name("index-build".into())
                 .spawn(move || {
-                    lower_priority();
-                    let built = build(&building);
-                    if let Ok(mut state) = building.state.lock() {
-                        *state = built.map_or(State::Off, |live| State::Ready(Box::new(live)));
+                    if build(&building).is_none()
+                        && let Ok(mut state) = building.state.lock()
+                    {
+                        *state = State::Off;
                     }
+                    building.building.store(false, Ordering::Release);
                 });
             if spawned.is_err() {
                 tracing::warn!("index: cannot start the build thread; searches scan the tree");
+                shared.building.store(false, Ordering::Release);
                 if let Ok(mut state) = shared.state.lock() {
                     *state = State::Off;
                 }
@@ -141,17 +150,19 @@ impl TreeModel {
                 limit_bytes: 0,
                 state: Mutex::new(State::Off),
                 cancelled: AtomicBool::new(false),
+                building: AtomicBool::new(false),
             }),
         }
     }
 
     /// Whether the build has finished (ready or off).
     pub fn is_settled(&self) -> bool {
-        !matches!(self.shared.state.lock().as_deref(), Ok(State::Building))
+        !self.shared.building.load(Ordering::Acquire)
     }
 
+    /// Whether the file list and the index over its contents are both built.
     pub fn is_ready(&self) -> bool {
-        matches!(self.shared.state.lock().as_deref(), Ok(State::Ready(_)))
+        self.is_settled() && matches!(self.shared.state.lock().as_deref(), Ok(State::Ready(_)))
     }
 
     /// Files below the folder `start` that may contain a match of `query`,
@@ -160,18 +171,9 @@ impl TreeModel {
     pub fn candidates(&self, start: &ResolvedPath, query: &ContentQuery<'_>) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, false, |live, base| {
             let query = plan::plan(query.pattern, query.regex, query.case_insensitive);
-            let base_hits = live.base_matches(&query);
             let depth_of_start = depth(&start.relative);
-            live.tree
-                .under(&start.relative)
-                .filter(|(_, node)| node.kind == EntryKind::File)
-                .filter(|(_, node)| match &node.content {
-                    Content::Base(id) => base_hits
-                        .as_ref()
-                        .is_none_or(|hits| hits[*id as usize / 64] & (1 << (id % 64)) != 0),
-                    Content::Fresh(trigrams) => query.matches_sorted(trigrams),
-                    Content::Always => true,
-                })
+            live.candidates(&start.relative, &query)
+                .into_iter()
                 .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
                 .collect()
         })
@@ -185,11 +187,16 @@ impl TreeModel {
     pub fn entries(&self, start: &ResolvedPath, max_depth: Option<usize>) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, max_depth.is_some(), |live, base| {
             let depth_of_start = depth(&start.relative);
-            live.tree
-                .under(&start.relative)
-                .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
-                .filter(|e| max_depth.is_none_or(|max| e.depth <= max))
-                .collect()
+            let to_entry =
+                |(key, node): (&PathKey, &tree::Node)| entry(base, &key.0, node, depth_of_start);
+            match max_depth {
+                Some(max) => live
+                    .tree
+                    .under_to_depth(&start.relative, max)
+                    .map(to_entry)
+                    .collect(),
+                None => live.tree.under(&start.relative).map(to_entry).collect(),
+            }
         })
     }
 
@@ -267,13 +274,13 @@ impl TreeModel {
         };
         // A folder reached through a symlink, one the walker hides (an
         // explicit start inside an ignored folder), or one holding a name
-        // that is not UTF-8, is walked.
-        // With whitelist rules, a walk from a folder may show other files
-        // than the walk from the root the model holds.
+        // that is not UTF-8, is walked. A walk from a folder applies the
+        // ignore files from the root down, as the root walk the model holds
+        // does, so the two agree on everything below it.
         if start.real != expected
             || !live.tree.is_dir(&start.relative)
-            || (start.relative != "." && live.tree.negations)
-            || live.tree.under(&start.relative).any(|(_, node)| node.lossy)
+            || (live.tree.has_lossy()
+                && live.tree.under(&start.relative).any(|(_, node)| node.lossy))
         {
             return None;
         }
@@ -282,48 +289,80 @@ impl TreeModel {
 }
 
 impl Live {
-    /// A bit per base file id: set when the file may match; `None` when
-    /// every file may.
-    fn base_matches(&self, query: &Query) -> Option<Vec<u64>> {
+    /// Files under `dir` that may hold a match of `query`, in path order:
+    /// the base files the posting lists name, merged with the loose files
+    /// (indexed since the build, or never) that may match. Skipped files
+    /// never are; a file's content decides, never a walk of the list.
+    fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<(&'a PathKey, &'a tree::Node)> {
         if *query == Query::All {
-            return None;
+            return self
+                .tree
+                .under(dir)
+                .filter(|(_, node)| {
+                    node.kind == EntryKind::File && !matches!(node.content, Content::Skipped)
+                })
+                .collect();
         }
-        let total = self.shards.last().map_or(0, |s| s.id_range().end) as usize;
-        let mut bits = vec![0u64; total.div_ceil(64)];
+        let base = self.base_matches(query).into_iter().filter_map(|id| {
+            let key = self.base_keys.get(id as usize)?;
+            if !tree::is_below(&key.0, dir) || key.0 == dir {
+                return None;
+            }
+            // Changed or gone since the build: the loose files or nothing.
+            self.tree
+                .get(&key.0)
+                .filter(|(_, node)| matches!(node.content, Content::Base(now) if now == id))
+        });
+        let loose = self
+            .tree
+            .loose_under(dir)
+            .filter(|(_, node)| match &node.content {
+                Content::Fresh(trigrams) => query.matches_sorted(trigrams),
+                _ => true,
+            });
+        merge_in_path_order(base, loose)
+    }
+
+    /// The base ids whose trigrams satisfy `query`, sorted.
+    fn base_matches(&self, query: &Query) -> Vec<u32> {
+        let mut ids = Vec::new();
         for shard in &self.shards {
             let mut cache = PostingCache::default();
             match evaluate(query, shard, &mut cache) {
-                None => {
-                    for id in shard.id_range() {
-                        bits[id as usize / 64] |= 1 << (id % 64);
-                    }
-                }
-                Some(ids) => {
-                    for id in ids {
-                        bits[id as usize / 64] |= 1 << (id % 64);
-                    }
-                }
+                None => ids.extend(shard.id_range()),
+                Some(found) => ids.extend(found),
             }
         }
-        Some(bits)
+        ids
     }
 
-    /// Posting lists, fresh trigram sets and the file list, in bytes.
+    /// Posting lists, the file list and the base ids' paths, in bytes.
     fn bytes(&self) -> usize {
         let shards: usize = self.shards.iter().map(Shard::bytes).sum();
-        let nodes: usize = self
-            .tree
-            .nodes
-            .iter()
-            .map(|(key, node)| {
-                let fresh = match &node.content {
-                    Content::Fresh(trigrams) => trigrams.capacity() * 4,
-                    _ => 0,
-                };
-                key.0.capacity() + NODE_BYTES + fresh
-            })
-            .sum();
-        shards + nodes
+        let base_keys: usize = self.base_keys.iter().map(|key| key.0.capacity() + 24).sum();
+        shards + self.tree.bytes() + base_keys
+    }
+}
+
+/// Two sequences in path order, as one.
+fn merge_in_path_order<'a>(
+    first: impl Iterator<Item = (&'a PathKey, &'a tree::Node)>,
+    second: impl Iterator<Item = (&'a PathKey, &'a tree::Node)>,
+) -> Vec<(&'a PathKey, &'a tree::Node)> {
+    let mut merged = Vec::new();
+    let (mut first, mut second) = (first.peekable(), second.peekable());
+    loop {
+        let take_first = match (first.peek(), second.peek()) {
+            (Some(a), Some(b)) => a.0 <= b.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return merged,
+        };
+        merged.extend(if take_first {
+            first.next()
+        } else {
+            second.next()
+        });
     }
 }
 
@@ -334,8 +373,26 @@ fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Ve
         Query::Nothing => Some(Vec::new()),
         Query::Trigram(key) => Some(cache.get(shard, *key).as_ref().clone()),
         Query::And(parts) => {
-            let mut result: Option<Vec<u32>> = None;
-            for part in parts {
+            // Only the shortest trigram list is decoded; the ids left are
+            // then tested against the longer ones.
+            let mut keys: Vec<u32> = parts
+                .iter()
+                .filter_map(|part| match part {
+                    Query::Trigram(key) => Some(*key),
+                    _ => None,
+                })
+                .collect();
+            keys.sort_by_cached_key(|&key| shard.list_bytes(key));
+            let mut result = keys
+                .first()
+                .map(|&key| cache.get(shard, key).as_ref().clone());
+            for part in parts
+                .iter()
+                .filter(|part| !matches!(part, Query::Trigram(_)))
+            {
+                if result.as_ref().is_some_and(Vec::is_empty) {
+                    break;
+                }
                 let Some(ids) = evaluate(part, shard, cache) else {
                     continue;
                 };
@@ -343,8 +400,13 @@ fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Ve
                     None => ids,
                     Some(previous) => intersect(&previous, &ids),
                 });
-                if result.as_ref().is_some_and(Vec::is_empty) {
-                    break;
+            }
+            if let Some(ids) = &mut result {
+                for &key in keys.iter().skip(1) {
+                    if ids.is_empty() {
+                        break;
+                    }
+                    shard.retain_holding(key, ids);
                 }
             }
             result
@@ -391,14 +453,6 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
         }
     }
     out
-}
-
-fn depth(relative: &str) -> usize {
-    if relative == "." {
-        0
-    } else {
-        relative.split('/').count()
-    }
 }
 
 fn entry(root: &Path, relative: &str, node: &tree::Node, depth_of_start: usize) -> Entry {
@@ -448,20 +502,64 @@ fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'stat
     }
 }
 
-/// Walks the root once (the walker's own sorted walk), reads and indexes
-/// every file, and seals shards as they fill. `None` when cancelled, over
-/// the memory limit, or the root cannot be walked.
-fn build(shared: &Shared) -> Option<Live> {
+/// Builds the model in two steps, so that find and list answer from the
+/// file list long before the contents are indexed: walks the root (the
+/// walker's own sorted walk) into the file list and hands it to calls, then
+/// reads and indexes every file on the side and installs the shards. `None`
+/// when cancelled, over the memory limit, or the root cannot be walked.
+fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
+    let (live, files) = list(shared)?;
+    tracing::debug!(
+        "index: file list of {} entries ready in {} ms",
+        live.tree.entry_count(),
+        started.elapsed().as_millis()
+    );
+    let list_bytes = live.bytes();
+    *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    // The list is wanted at once; reading every file is not.
+    lower_priority();
+    let indexed = index_contents(shared, files, list_bytes)?;
+    let mut state = shared.state.lock().ok()?;
+    let State::Ready(live) = &mut *state else {
+        return None;
+    };
+    let mut read = 0;
+    for (relative, stamp, content) in indexed.files {
+        read += usize::from(matches!(content, Content::Base(_)));
+        live.tree.adopt(&relative, stamp, content);
+    }
+    live.shards = indexed.shards;
+    live.base_keys = indexed.base_keys;
+    let bytes = live.bytes();
+    if bytes > shared.limit_bytes {
+        tracing::info!(
+            "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
+            bytes / (1024 * 1024)
+        );
+        return None;
+    }
+    tracing::debug!(
+        "index ready: {read} files indexed, {} bytes read, index {bytes} bytes in {} shards, built in {} ms",
+        indexed.bytes_read,
+        live.shards.len(),
+        started.elapsed().as_millis()
+    );
+    drop(state);
+    return_freed_memory();
+    Some(())
+}
+
+/// Walks the root into a file list (contents not read yet), with the change
+/// watcher started first so that nothing changed meanwhile is missed.
+/// Returns the model without an index and the files to index, in order.
+fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
     let root = shared.gate.root();
-    // Started first, so that nothing changed during the build is missed.
     let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
     let start = shared.gate.resolve(".").ok()?;
     let mut tree = Tree::new(&shared.gate);
-    let mut indexer = Indexer::for_build();
-    let mut shards: Vec<Shard> = Vec::new();
-    let mut builder = ShardBuilder::new(0);
-    let (mut sealed_bytes, mut node_bytes, mut over_limit) = (0usize, 0usize, false);
+    let mut files = Vec::new();
+    let mut over_limit = false;
     walk::walk_sorted(
         &shared.gate,
         &start,
@@ -471,21 +569,12 @@ fn build(shared: &Shared) -> Option<Live> {
             if shared.cancelled.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
-            let mut node = tree.make_node(found.kind, &found.relative, &found.path, &mut indexer);
-            if let Content::Fresh(trigrams) = &node.content {
-                let id = builder.next_id();
-                builder.add(trigrams);
-                node.content = Content::Base(id);
+            let node = tree.make_node(found.kind, &found.relative, &found.path, None);
+            if node.kind == EntryKind::File && !node.lossy {
+                files.push(found.relative.clone());
             }
-            node_bytes += found.relative.len() + NODE_BYTES;
             tree.insert(found.relative, node);
-            if builder.pairs() >= SHARD_PAIRS {
-                let next = ShardBuilder::new(builder.next_id());
-                let shard = std::mem::replace(&mut builder, next).finish();
-                sealed_bytes += shard.bytes();
-                shards.push(shard);
-            }
-            if sealed_bytes + node_bytes + builder.pairs() * 16 > shared.limit_bytes {
+            if tree.bytes() > shared.limit_bytes {
                 over_limit = true;
                 return ControlFlow::Break(());
             }
@@ -503,31 +592,81 @@ fn build(shared: &Shared) -> Option<Live> {
     if shared.cancelled.load(Ordering::Relaxed) {
         return None;
     }
-    shards.push(builder.finish());
-    indexer.unsorted = false;
-    tree.negations = tree.find_negations();
     let live = Live {
         tree,
         sweep_owed: false,
-        shards,
+        shards: Vec::new(),
+        base_keys: Vec::new(),
         watcher,
-        indexer,
+        indexer: Indexer::default(),
     };
-    let files = live
-        .tree
-        .nodes
-        .values()
-        .filter(|n| matches!(n.content, Content::Base(_)))
-        .count();
-    return_freed_memory();
-    tracing::debug!(
-        "index ready: {files} files indexed, {} bytes read, index {} bytes in {} shards, built in {} ms",
-        live.indexer.bytes_read,
-        live.bytes(),
-        live.shards.len(),
-        started.elapsed().as_millis()
-    );
-    Some(live)
+    Some((live, files))
+}
+
+/// What indexing the listed files found, to install in the model.
+struct Indexed {
+    shards: Vec<Shard>,
+    base_keys: Vec<PathKey>,
+    /// Each file read with a stamp that can be trusted, and what it holds.
+    files: Vec<(String, Stamp, Content)>,
+    bytes_read: u64,
+}
+
+/// Reads and indexes `files` in order, sealing shards as they fill, without
+/// holding the model: calls go on meanwhile. `None` when cancelled or over
+/// the memory limit (`list_bytes` being the file list's share).
+fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Option<Indexed> {
+    let root = shared.gate.root();
+    let mut indexer = Indexer::for_build();
+    let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
+    let mut indexed = Indexed {
+        shards: Vec::new(),
+        base_keys: Vec::new(),
+        files: Vec::new(),
+        bytes_read: 0,
+    };
+    let (mut sealed_bytes, mut key_bytes) = (0usize, 0usize);
+    for relative in files {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let (stamp, settled, content) = indexer.read(&shared.gate, &root.join(&relative));
+        let Some(stamp) = stamp.filter(|_| settled) else {
+            continue;
+        };
+        let content = match content {
+            Content::Fresh(trigrams) => {
+                // Sealed before it would outgrow its room, so that the
+                // pairs are never reallocated at twice the size.
+                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > SHARD_PAIRS {
+                    let next = ShardBuilder::new(builder.next_id(), SHARD_PAIRS);
+                    let shard = std::mem::replace(&mut builder, next).finish();
+                    sealed_bytes += shard.bytes();
+                    indexed.shards.push(shard);
+                }
+                let id = builder.next_id();
+                builder.add(&trigrams);
+                key_bytes += relative.len() + 24;
+                indexed.base_keys.push(PathKey(relative.clone()));
+                Content::Base(id)
+            }
+            other => other,
+        };
+        indexed.files.push((relative, stamp, content));
+        if list_bytes + sealed_bytes + key_bytes + builder.pairs() * 16 > shared.limit_bytes {
+            tracing::info!(
+                "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+                shared.limit_bytes / (1024 * 1024)
+            );
+            return None;
+        }
+    }
+    indexed.shards.push(builder.finish());
+    // One lookup per trigram at query time instead of one per shard; the
+    // parts go as the merged shard fills.
+    indexed.shards = vec![Shard::merge(std::mem::take(&mut indexed.shards))];
+    indexed.bytes_read = indexer.bytes_read;
+    Some(indexed)
 }
 
 #[cfg(test)]
@@ -614,6 +753,7 @@ mod tests {
     }
 
     /// Files under the root with a line the search's matcher matches.
+    /// Files the searcher would find a match in: it skips binary files.
     fn true_matches(gate: &PathGate, query: &ContentQuery<'_>) -> Vec<String> {
         let matcher = grep_regex::RegexMatcherBuilder::new()
             .case_insensitive(query.case_insensitive)
@@ -628,8 +768,10 @@ mod tests {
             .filter(|e| e.kind == EntryKind::File)
             .filter(|e| {
                 let text = fs::read(&e.path).unwrap();
-                text.split(|&b| b == b'\n')
-                    .any(|line| matcher.is_match(line).unwrap())
+                !crate::security::looks_binary(&text[..text.len().min(4096)])
+                    && text
+                        .split(|&b| b == b'\n')
+                        .any(|line| matcher.is_match(line).unwrap())
             })
             .map(|e| e.relative)
             .collect()
@@ -713,7 +855,7 @@ mod tests {
             regex: false,
             case_insensitive: false,
         };
-        assert_eq!(candidate_names(&model, &gate, &absent), vec!["bin.dat"]);
+        assert!(candidate_names(&model, &gate, &absent).is_empty());
         let kelvin = ContentQuery {
             pattern: "kelvin",
             regex: false,
@@ -721,7 +863,7 @@ mod tests {
         };
         let found = candidate_names(&model, &gate, &kelvin);
         assert!(found.len() < all.len());
-        assert_eq!(found.len(), true_matches(&gate, &kelvin).len() + 1);
+        assert_eq!(found, true_matches(&gate, &kelvin));
     }
 
     #[test]
@@ -735,7 +877,7 @@ mod tests {
             case_insensitive: false,
         };
         let names = || candidate_names(&model, &gate, &query);
-        assert_eq!(names(), vec!["bin.dat"]);
+        assert!(names().is_empty());
 
         // Same size, same second: a rewrite of an indexed file.
         let target = root.join("d0/e0/f0.txt");
@@ -744,6 +886,10 @@ mod tests {
         text.resize(old.len().max(text.len()), b' ');
         fs::write(&target, &text).unwrap();
         assert!(names().contains(&"d0/e0/f0.txt".to_string()));
+
+        // A binary file (never a candidate) rewritten as text.
+        fs::write(root.join("bin.dat"), "brand_new_word\n").unwrap();
+        assert!(names().contains(&"bin.dat".to_string()));
 
         fs::write(root.join("d1/new.txt"), "brand_new_word").unwrap();
         fs::create_dir_all(root.join("fresh/deep")).unwrap();
@@ -793,8 +939,9 @@ mod tests {
             limit_bytes: usize::MAX,
             state: Mutex::new(State::Building),
             cancelled: AtomicBool::new(false),
+            building: AtomicBool::new(true),
         };
-        let mut live = build(&shared).unwrap();
+        let (mut live, _) = list(&shared).unwrap();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
         // feed reports the folder's two paths, not the file inside.
@@ -812,9 +959,9 @@ mod tests {
         live.tree
             .refresh(changes, &gate, &mut live.indexer)
             .unwrap();
-        let edited = &live.tree.nodes[&tree::PathKey("d1/e1/f1.txt".into())];
+        let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
-        let modelled: Vec<String> = live.tree.nodes.keys().map(|k| k.0.clone()).collect();
+        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
         let start = gate.resolve(".").unwrap();
         let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
             .unwrap()
@@ -863,16 +1010,22 @@ mod tests {
         let found = candidate_names(&model, &gate, &query);
         assert!(found.contains(&"sub/keep.log".to_string()));
         assert!(found.iter().all(|f| walked_files().contains(f)));
-        // A walk from `sub` would decide differently: the model steps aside.
-        assert!(
-            model
-                .candidates(&gate.resolve("sub").unwrap(), &query)
-                .is_none()
-        );
+        // A walk from `sub` applies the rules from the root down, as the
+        // model does: the model answers for it, the same.
+        let from_sub: Vec<String> = model
+            .candidates(&gate.resolve("sub").unwrap(), &query)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect();
+        assert_eq!(from_sub, vec!["sub/keep.log".to_string()]);
         // Changes in `sub` are followed as the root walk sees them.
         fs::write(root.join("sub/new.txt"), "needle").unwrap();
-        fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        fs::create_dir_all(root.join("sub/deeper/deepest")).unwrap();
         fs::write(root.join("sub/deeper/keep.log"), "needle").unwrap();
+        fs::write(root.join("sub/deeper/.gitignore"), "keep.log\n!*.log\n").unwrap();
+        fs::write(root.join("sub/deeper/deepest/other.log"), "needle").unwrap();
+        fs::write(root.join("sub/deeper/deepest/keep.log"), "needle").unwrap();
         let found = candidate_names(&model, &gate, &query);
         for expected in ["sub/keep.log", "sub/new.txt"] {
             assert!(
@@ -889,6 +1042,22 @@ mod tests {
             .map(|e| e.relative)
             .collect();
         assert_eq!(listed, walked_files());
+        // From every folder, to every depth, the model lists what a walk
+        // from that folder finds.
+        let names = |entries: Vec<Entry>| -> Vec<String> {
+            entries.into_iter().map(|e| e.relative).collect()
+        };
+        for folder in [".", "sub", "sub/deeper", "sub/deeper/deepest", "d1"] {
+            let start = gate.resolve(folder).unwrap();
+            for max_depth in [Some(1), Some(2), None] {
+                let walked = walk::walk(&gate, &start, max_depth, &WalkOptions::default());
+                assert_eq!(
+                    names(model.entries(&start, max_depth).unwrap()),
+                    names(walked.unwrap()),
+                    "{folder} {max_depth:?}"
+                );
+            }
+        }
     }
 
     #[cfg(unix)]

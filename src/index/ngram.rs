@@ -13,7 +13,8 @@
 //! of its files that contain it: delta + varint encoded, or a bitmap when
 //! that is smaller.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 /// One folded byte.
 pub fn fold(byte: u8) -> u8 {
@@ -103,39 +104,123 @@ impl Shard {
 
     /// The ids of the shard's files that contain `key`, sorted.
     pub fn postings(&self, key: u32) -> Vec<u32> {
-        let Ok(index) = self.keys.binary_search(&key) else {
+        let Some((is_bitmap, bytes)) = self.list(key) else {
             return Vec::new();
         };
+        if is_bitmap {
+            Bits::new(self.first_id, bytes).collect()
+        } else {
+            Varints::new(self.first_id, bytes).collect()
+        }
+    }
+
+    /// The size of `key`'s posting list in bytes: what decoding it costs.
+    pub fn list_bytes(&self, key: u32) -> usize {
+        self.list(key).map_or(0, |(_, bytes)| bytes.len())
+    }
+
+    /// Keeps the `ids` (sorted, of this shard) whose files hold `key`,
+    /// without decoding more of its list than those ids need: a common
+    /// trigram after a rare one costs a few bit tests.
+    pub fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
+        let Some((is_bitmap, bytes)) = self.list(key) else {
+            ids.clear();
+            return;
+        };
+        if is_bitmap {
+            ids.retain(|&id| {
+                let bit = (id - self.first_id) as usize;
+                bytes
+                    .get(bit / 8)
+                    .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
+            });
+            return;
+        }
+        let mut listed = Varints::new(self.first_id, bytes).peekable();
+        ids.retain(|&id| {
+            while listed.next_if(|&listed| listed < id).is_some() {}
+            listed.peek() == Some(&id)
+        });
+    }
+
+    /// `key`'s posting list: whether it is a bitmap, and its bytes.
+    fn list(&self, key: u32) -> Option<(bool, &[u8])> {
+        let index = self.keys.binary_search(&key).ok()?;
+        Some(self.list_at(index))
+    }
+
+    /// The posting list of the `index`-th key.
+    fn list_at(&self, index: usize) -> (bool, &[u8]) {
         let start = self.offsets[index];
         let end = (self.offsets[index + 1] & !BITMAP_FLAG) as usize;
-        let is_bitmap = start & BITMAP_FLAG != 0;
-        let bytes = &self.data[(start & !BITMAP_FLAG) as usize..end];
-        let mut ids = Vec::new();
-        if is_bitmap {
-            for (byte_index, &byte) in bytes.iter().enumerate() {
-                for bit in 0..8 {
-                    if byte & (1 << bit) != 0 {
-                        ids.push(self.first_id + (byte_index * 8 + bit) as u32);
-                    }
-                }
-            }
-        } else {
-            let mut previous = self.first_id;
-            let mut value = 0u32;
-            let mut shift = 0;
-            for &byte in bytes {
-                value |= u32::from(byte & 0x7f) << shift;
-                if byte & 0x80 == 0 {
-                    previous += value;
-                    ids.push(previous);
-                    value = 0;
-                    shift = 0;
-                } else {
-                    shift += 7;
-                }
+        (
+            start & BITMAP_FLAG != 0,
+            &self.data[(start & !BITMAP_FLAG) as usize..end],
+        )
+    }
+}
+
+/// The ids of a bitmap posting list, in order.
+struct Bits<'a> {
+    first_id: u32,
+    bytes: &'a [u8],
+    bit: usize,
+}
+
+impl<'a> Bits<'a> {
+    fn new(first_id: u32, bytes: &'a [u8]) -> Self {
+        Self {
+            first_id,
+            bytes,
+            bit: 0,
+        }
+    }
+}
+
+impl Iterator for Bits<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        while let Some(&byte) = self.bytes.get(self.bit / 8) {
+            let bit = self.bit;
+            self.bit += 1;
+            if byte & (1 << (bit % 8)) != 0 {
+                return Some(self.first_id + bit as u32);
             }
         }
-        ids
+        None
+    }
+}
+
+/// The ids of a delta + varint posting list, in order.
+struct Varints<'a> {
+    previous: u32,
+    bytes: std::slice::Iter<'a, u8>,
+}
+
+impl<'a> Varints<'a> {
+    fn new(first_id: u32, bytes: &'a [u8]) -> Self {
+        Self {
+            previous: first_id,
+            bytes: bytes.iter(),
+        }
+    }
+}
+
+impl Iterator for Varints<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let (mut value, mut shift) = (0u32, 0);
+        for &byte in self.bytes.by_ref() {
+            value |= u32::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                self.previous += value;
+                return Some(self.previous);
+            }
+            shift += 7;
+        }
+        None
     }
 }
 
@@ -148,11 +233,12 @@ pub struct ShardBuilder {
 }
 
 impl ShardBuilder {
-    pub fn new(first_id: u32) -> Self {
+    /// A builder whose first file gets `first_id`, with room for `pairs`.
+    pub fn new(first_id: u32, pairs: usize) -> Self {
         Self {
             first_id,
             next_id: first_id,
-            pairs: Vec::new(),
+            pairs: Vec::with_capacity(pairs),
         }
     }
 
@@ -191,30 +277,84 @@ impl ShardBuilder {
                 ids.push(pairs[index] as u32);
                 index += 1;
             }
-            shard.keys.push(key);
-            let offset = shard.data.len() as u32;
-            // A varint list costs at least a byte per id.
-            if ids.len() > bitmap_bytes {
-                shard.offsets.push(offset | BITMAP_FLAG);
-                let start = shard.data.len();
-                shard.data.resize(start + bitmap_bytes, 0);
-                for &local in &ids {
-                    shard.data[start + (local / 8) as usize] |= 1 << (local % 8);
+            shard.push_list(key, &ids, bitmap_bytes);
+        }
+        shard.seal();
+        shard
+    }
+}
+
+impl Shard {
+    /// One shard with the lists of `parts`, shards of consecutive ids in
+    /// order: a query then looks each trigram up once, not once per part.
+    pub fn merge(parts: Vec<Shard>) -> Shard {
+        let first_id = parts.first().map_or(0, |part| part.first_id);
+        let files = parts.iter().map(|part| part.files).sum::<u32>();
+        let bitmap_bytes = files.div_ceil(8) as usize;
+        let mut merged = Shard {
+            first_id,
+            files,
+            ..Shard::default()
+        };
+        // The next key of each part, smallest first (parts in id order on ties).
+        let mut next: BinaryHeap<Reverse<(u32, usize)>> = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(part, shard)| Some(Reverse((*shard.keys.first()?, part))))
+            .collect();
+        let mut cursors = vec![0usize; parts.len()];
+        let mut ids = Vec::new();
+        while let Some(Reverse((key, _))) = next.peek().copied() {
+            ids.clear();
+            while let Some(Reverse((_, part))) = next.peek().copied().filter(|r| r.0.0 == key) {
+                next.pop();
+                let shard = &parts[part];
+                let (is_bitmap, bytes) = shard.list_at(cursors[part]);
+                let local = |id: u32| id - first_id;
+                if is_bitmap {
+                    ids.extend(Bits::new(shard.first_id, bytes).map(local));
+                } else {
+                    ids.extend(Varints::new(shard.first_id, bytes).map(local));
                 }
-            } else {
-                shard.offsets.push(offset);
-                let mut previous = 0;
-                for &local in &ids {
-                    write_varint(&mut shard.data, local - previous);
-                    previous = local;
+                cursors[part] += 1;
+                if let Some(&following) = shard.keys.get(cursors[part]) {
+                    next.push(Reverse((following, part)));
                 }
             }
+            merged.push_list(key, &ids, bitmap_bytes);
         }
-        shard.offsets.push(shard.data.len() as u32);
-        shard.keys.shrink_to_fit();
-        shard.offsets.shrink_to_fit();
-        shard.data.shrink_to_fit();
-        shard
+        merged.seal();
+        merged
+    }
+
+    /// Appends `key`'s list of local ids (sorted): a bitmap of
+    /// `bitmap_bytes` when that is smaller than varints, which cost at
+    /// least a byte per id.
+    fn push_list(&mut self, key: u32, ids: &[u32], bitmap_bytes: usize) {
+        self.keys.push(key);
+        let offset = self.data.len() as u32;
+        if ids.len() > bitmap_bytes {
+            self.offsets.push(offset | BITMAP_FLAG);
+            let start = self.data.len();
+            self.data.resize(start + bitmap_bytes, 0);
+            for &local in ids {
+                self.data[start + (local / 8) as usize] |= 1 << (local % 8);
+            }
+        } else {
+            self.offsets.push(offset);
+            let mut previous = 0;
+            for &local in ids {
+                write_varint(&mut self.data, local - previous);
+                previous = local;
+            }
+        }
+    }
+
+    fn seal(&mut self) {
+        self.offsets.push(self.data.len() as u32);
+        self.keys.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        self.data.shrink_to_fit();
     }
 }
 
@@ -282,7 +422,7 @@ mod tests {
 
     #[test]
     fn shards_round_trip_sparse_and_dense_lists() {
-        let mut builder = ShardBuilder::new(100);
+        let mut builder = ShardBuilder::new(100, 0);
         let common = trigram(b'a', b'b', b'c');
         let rare = trigram(b'x', b'y', b'z');
         for i in 0..1000u32 {
@@ -298,5 +438,77 @@ mod tests {
         let expected: Vec<u32> = (0..1000).filter(|i| i % 97 == 0).map(|i| i + 100).collect();
         assert_eq!(shard.postings(rare), expected);
         assert!(shard.postings(trigram(b'q', b'q', b'q')).is_empty());
+        assert!(shard.list_bytes(rare) < shard.list_bytes(common));
+    }
+
+    #[test]
+    fn merged_shards_hold_the_same_lists() {
+        let keys: Vec<u32> = (0..40u8)
+            .map(|k| trigram(b'a' + k % 26, b'0' + k / 26, b'z'))
+            .collect();
+        let mut parts = Vec::new();
+        let mut first_id = 3;
+        for (part, files) in [(0u32, 500u32), (1, 9), (2, 2000), (3, 1)] {
+            let mut builder = ShardBuilder::new(first_id, 0);
+            for file in 0..files {
+                let held: Vec<u32> = keys
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| (file * 7 + part + k as u32).is_multiple_of(k as u32 % 9 + 1))
+                    .map(|(_, &key)| key)
+                    .collect();
+                builder.add(&held);
+            }
+            first_id = builder.next_id();
+            parts.push(builder.finish());
+        }
+        let expected: Vec<Vec<u32>> = keys
+            .iter()
+            .map(|&key| parts.iter().flat_map(|part| part.postings(key)).collect())
+            .collect();
+        let merged = Shard::merge(parts);
+        assert_eq!(merged.id_range(), 3..first_id);
+        for (key, expected) in keys.iter().zip(expected) {
+            assert_eq!(merged.postings(*key), expected, "key {key:x}");
+        }
+        assert!(merged.postings(trigram(b'q', b'q', b'q')).is_empty());
+        assert!(Shard::merge(Vec::new()).postings(keys[0]).is_empty());
+    }
+
+    #[test]
+    fn retain_holding_agrees_with_the_decoded_lists() {
+        let mut builder = ShardBuilder::new(7, 0);
+        let keys: Vec<u32> = (0..6u8).map(|k| trigram(b'a' + k, b'b', b'c')).collect();
+        for i in 0..3000u32 {
+            // Keys 0-2 are in one file of every 1-3 (dense: bitmaps), keys
+            // 3-5 in one of every 60-100 (sparse: varints).
+            let held: Vec<u32> = keys
+                .iter()
+                .enumerate()
+                .filter(|&(k, _)| match k as u32 {
+                    k @ 0..3 => i % (k + 1) == 0,
+                    k => i % (20 * k) == 1,
+                })
+                .map(|(_, &key)| key)
+                .collect();
+            builder.add(&held);
+        }
+        let shard = builder.finish();
+        assert!(shard.list_bytes(keys[0]) * 8 >= 3000, "a bitmap");
+        assert!(shard.list_bytes(keys[5]) * 8 < 3000, "varints");
+        let all: Vec<u32> = shard.id_range().collect();
+        for &key in keys.iter().chain([&trigram(b'z', b'z', b'z')]) {
+            let listed = shard.postings(key);
+            for step in [1, 3, 13, 101] {
+                let mut ids: Vec<u32> = all.iter().copied().step_by(step).collect();
+                let expected: Vec<u32> = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| listed.contains(id))
+                    .collect();
+                shard.retain_holding(key, &mut ids);
+                assert_eq!(ids, expected, "key {key:x} step {step}");
+            }
+        }
     }
 }

@@ -5,23 +5,21 @@
 //! have been lost, by a stat sweep.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, btree_map};
 use std::fs::Metadata;
 use std::io::Read;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::ngram::{TrigramScratch, sorted_trigrams};
 use super::watch::Changes;
-use crate::security::{PathGate, ResolvedPath};
+use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
-/// Files larger than this are not indexed (the searcher skips files over
-/// 2 MiB; a larger file here is simply always a candidate).
-pub const MAX_INDEXED_BYTES: u64 = 2 * 1024 * 1024;
-/// The searcher's binary sniff looks at this many leading bytes.
-const SNIFF_BYTES: usize = 4096;
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+/// What one file-list entry costs besides its path, roughly.
+const NODE_BYTES: usize = 128;
 
 /// A path key ordered as the walker orders paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,8 +44,12 @@ pub enum Content {
     Base(u32),
     /// Indexed since the build: its sorted trigrams.
     Fresh(Vec<u32>),
-    /// Not indexed (too big, binary, unreadable, or changed too recently
-    /// to trust its stamp): always a candidate.
+    /// Over the searcher's size cap or binary by the searcher's own test,
+    /// with a stamp that shows any change: the searcher would skip it, so
+    /// it is never a candidate.
+    Skipped,
+    /// Not indexed (unreadable, marked by a byte-order mark, or changed too
+    /// recently to trust its stamp): always a candidate.
     Always,
 }
 
@@ -99,54 +101,56 @@ impl Indexer {
 
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
-    /// trusted, and its trigrams when the file is indexable.
-    pub fn read(
-        &mut self,
-        gate: &PathGate,
-        path: &Path,
-    ) -> (Option<Stamp>, bool, Option<Vec<u32>>) {
+    /// trusted, and what the index knows of its contents: trigrams
+    /// ([`Content::Fresh`]) when the file is indexable.
+    pub fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Content) {
         let seen_at = SystemTime::now();
         // Through the gate's root handle, as the searcher opens files.
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
-            return (None, false, None);
+            return (None, false, Content::Always);
         };
         let stamp = Stamp::of(&metadata);
         let settled = !stamp.is_racy(seen_at);
-        if !metadata.is_file() || metadata.len() > MAX_INDEXED_BYTES || !settled {
-            return (Some(stamp), settled, None);
+        let known = |content| (Some(stamp), settled, content);
+        if !metadata.is_file() || !settled {
+            return known(Content::Always);
+        }
+        if metadata.len() > MAX_SEARCHED_BYTES {
+            return known(Content::Skipped);
         }
         self.buffer.clear();
-        let limit = MAX_INDEXED_BYTES + 1;
+        self.buffer.reserve(metadata.len() as usize + 1);
+        let limit = MAX_SEARCHED_BYTES + 1;
         if (&mut file)
             .take(limit)
             .read_to_end(&mut self.buffer)
             .is_err()
             || self.buffer.len() as u64 >= limit
         {
-            return (Some(stamp), settled, None);
+            return known(Content::Always);
         }
         self.bytes_read += self.buffer.len() as u64;
         let content = &self.buffer[..];
-        // The searcher transcodes files with a byte-order mark and skips
-        // those with a NUL near the start: leave both to it.
+        // The searcher's own test on the same bytes.
+        if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
+            return known(Content::Skipped);
+        }
+        // The searcher transcodes files with a byte-order mark: leave them
+        // to it.
         let has_bom = [&[0xEF, 0xBB, 0xBF][..], &[0xFF, 0xFE], &[0xFE, 0xFF]]
             .iter()
             .any(|bom| content.starts_with(bom));
-        if has_bom || content[..content.len().min(SNIFF_BYTES)].contains(&0) {
-            return (Some(stamp), settled, None);
+        if has_bom {
+            return known(Content::Always);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);
-        (
-            Some(stamp),
-            settled,
-            Some(if self.unsorted {
-                let mut trigrams = Vec::new();
-                scratch.distinct(content, &mut trigrams);
-                trigrams
-            } else {
-                sorted_trigrams(scratch, content)
-            }),
-        )
+        known(Content::Fresh(if self.unsorted {
+            let mut trigrams = Vec::new();
+            scratch.distinct(content, &mut trigrams);
+            trigrams
+        } else {
+            sorted_trigrams(scratch, content)
+        }))
     }
 }
 
@@ -156,16 +160,6 @@ fn lstat(path: &Path) -> Option<Metadata> {
 
 fn kind_of(metadata: &Metadata) -> EntryKind {
     EntryKind::of(metadata.file_type())
-}
-
-fn has_negation(ignores: &[IgnoreFile; 2]) -> bool {
-    ignores
-        .iter()
-        .filter_map(|i| i.text.as_deref())
-        .any(|text| {
-            text.split(|&b| b == b'\n')
-                .any(|line| line.trim_ascii_start().starts_with(b"!"))
-        })
 }
 
 /// A folder's stamp, its ignore files, and whether all those stamps can be
@@ -194,31 +188,80 @@ fn read_ignores(gate: &PathGate, dir: &Path) -> Box<[IgnoreFile; 2]> {
         let text = stamp.and_then(|_| {
             let mut text = Vec::new();
             let file = gate.open_file(&path).ok()?;
-            file.take(MAX_INDEXED_BYTES).read_to_end(&mut text).ok()?;
+            file.take(MAX_SEARCHED_BYTES).read_to_end(&mut text).ok()?;
             Some(text)
         });
         IgnoreFile { stamp, text }
     }))
 }
 
-/// Where the index's knowledge of changed files goes; the owner of the
-/// base shards decides what a node's content is.
+/// The file list. Besides the entries it keeps what lets a call avoid
+/// looking at every one of them: the entries whose stamps are not trusted
+/// yet, the files whose contents are not in the base shards, and its size.
+/// Every change goes through [`Tree::insert`] and [`Tree::remove`], which
+/// keep those up to date.
 pub struct Tree {
     gate: PathGate,
     root: PathBuf,
-    pub nodes: BTreeMap<PathKey, Node>,
+    nodes: BTreeMap<PathKey, Node>,
     root_stamp: Option<Stamp>,
     root_ignores: Box<[IgnoreFile; 2]>,
     root_settled: bool,
-    /// Some ignore file holds a whitelist (`!`) rule.
-    pub negations: bool,
+    ledger: Ledger,
+}
+
+/// What the tree keeps besides its entries, updated with every change.
+#[derive(Default)]
+struct Ledger {
+    /// Entries whose stamps cannot be trusted yet: every refresh looks at
+    /// them again.
+    unsettled: HashSet<String>,
+    /// Files neither in the base shards nor skipped (indexed since the
+    /// build, or never): every query looks at them.
+    loose: BTreeSet<PathKey>,
+    /// Entries whose names are not UTF-8.
+    lossy: usize,
+    /// Paths, nodes and fresh trigram sets, in bytes.
+    bytes: usize,
+}
+
+impl Ledger {
+    /// Adds `node` to the bookkeeping, or takes it out.
+    fn account(&mut self, relative: &str, node: &Node, added: bool) {
+        let bytes = relative.len()
+            + NODE_BYTES
+            + match &node.content {
+                Content::Fresh(trigrams) => trigrams.capacity() * 4,
+                _ => 0,
+            };
+        let loose = node.kind == EntryKind::File
+            && matches!(node.content, Content::Fresh(_) | Content::Always);
+        if added {
+            self.bytes += bytes;
+            self.lossy += usize::from(node.lossy);
+            if !node.settled {
+                self.unsettled.insert(relative.to_string());
+            }
+            if loose {
+                self.loose.insert(PathKey(relative.to_string()));
+            }
+        } else {
+            self.bytes -= bytes;
+            self.lossy -= usize::from(node.lossy);
+            if !node.settled {
+                self.unsettled.remove(relative);
+            }
+            if loose {
+                self.loose.remove(&PathKey(relative.to_string()));
+            }
+        }
+    }
 }
 
 impl Tree {
     pub fn new(gate: &PathGate) -> Self {
         let root = gate.root();
         let (root_stamp, root_ignores, root_settled) = dir_state(gate, root);
-        let negations = has_negation(&root_ignores);
         Self {
             gate: gate.clone(),
             root: root.to_path_buf(),
@@ -226,34 +269,61 @@ impl Tree {
             root_stamp,
             root_ignores,
             root_settled,
-            negations,
+            ledger: Ledger::default(),
         }
     }
 
-    /// Whether any ignore file in the tree holds a whitelist rule.
-    pub fn find_negations(&self) -> bool {
-        has_negation(&self.root_ignores)
-            || self
-                .nodes
-                .values()
-                .any(|node| node.ignores.as_deref().is_some_and(has_negation))
+    pub fn insert(&mut self, relative: String, node: Node) {
+        match self.nodes.entry(PathKey(relative)) {
+            btree_map::Entry::Occupied(mut slot) => {
+                self.ledger.account(&slot.key().0, slot.get(), false);
+                self.ledger.account(&slot.key().0, &node, true);
+                slot.insert(node);
+            }
+            btree_map::Entry::Vacant(slot) => {
+                self.ledger.account(&slot.key().0, &node, true);
+                slot.insert(node);
+            }
+        }
     }
 
-    pub fn insert(&mut self, relative: String, node: Node) {
-        self.nodes.insert(PathKey(relative), node);
+    pub fn remove(&mut self, relative: &str) -> Option<Node> {
+        let node = self.nodes.remove(&PathKey(relative.to_string()))?;
+        self.ledger.account(relative, &node, false);
+        Some(node)
+    }
+
+    pub fn get(&self, relative: &str) -> Option<(&PathKey, &Node)> {
+        self.nodes.get_key_value(&PathKey(relative.to_string()))
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Paths, nodes and fresh trigram sets, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.ledger.bytes
+    }
+
+    /// Whether some entry's name is not UTF-8.
+    pub fn has_lossy(&self) -> bool {
+        self.ledger.lossy > 0
     }
 
     pub fn path_of(&self, relative: &str) -> PathBuf {
         self.root.join(relative)
     }
 
-    /// A node for the walked entry at `real`; files are read and indexed.
+    /// A node for the walked entry at `real`; files are read and indexed
+    /// when an indexer is given, else only looked at (their contents
+    /// unknown, [`Content::Always`], until [`Tree::adopt`]).
     pub fn make_node(
         &self,
         kind: EntryKind,
         relative: &str,
         real: &Path,
-        indexer: &mut Indexer,
+        indexer: Option<&mut Indexer>,
     ) -> Node {
         let path = self.path_of(relative);
         let mut node = Node {
@@ -268,20 +338,25 @@ impl Tree {
             node.settled = true;
             return node;
         }
-        match kind {
-            EntryKind::File => {
-                let (stamp, settled, trigrams) = indexer.read(&self.gate, &path);
+        match (kind, indexer) {
+            (EntryKind::File, Some(indexer)) => {
+                let (stamp, settled, content) = indexer.read(&self.gate, &path);
                 node.stamp = stamp;
                 node.settled = settled;
-                node.content = trigrams.map_or(Content::Always, Content::Fresh);
+                node.content = content;
             }
-            EntryKind::Dir => {
+            (EntryKind::File, None) => {
+                let seen_at = SystemTime::now();
+                node.stamp = lstat(&path).map(|m| Stamp::of(&m));
+                node.settled = node.stamp.is_some_and(|s| !s.is_racy(seen_at));
+            }
+            (EntryKind::Dir, _) => {
                 let (stamp, ignores, settled) = dir_state(&self.gate, &path);
                 node.stamp = stamp;
                 node.ignores = Some(ignores);
                 node.settled = settled;
             }
-            EntryKind::Symlink | EntryKind::Other => {
+            (EntryKind::Symlink | EntryKind::Other, _) => {
                 node.stamp = lstat(&path).map(|m| Stamp::of(&m));
                 node.settled = true;
             }
@@ -289,29 +364,78 @@ impl Tree {
         node
     }
 
+    /// Takes what the background indexing learned of the file `relative`
+    /// when it read the version the file list holds: same stamp, trusted,
+    /// and not re-read by a call since. Otherwise the file stays as the
+    /// calls left it.
+    pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) {
+        let unchanged = self.get(relative).is_some_and(|(_, node)| {
+            node.kind == EntryKind::File
+                && node.settled
+                && node.stamp == Some(stamp)
+                && matches!(node.content, Content::Always)
+        });
+        if unchanged && let Some(mut node) = self.remove(relative) {
+            node.content = content;
+            self.insert(relative.to_string(), node);
+        }
+    }
+
     /// Keys of `dir`'s descendants (all nodes for the root, `.`).
     fn descendants(&self, dir: &str) -> Vec<String> {
-        if dir == "." {
-            return self.nodes.keys().map(|k| k.0.clone()).collect();
-        }
-        let prefix = format!("{dir}/");
-        self.nodes
-            .range(PathKey(dir.to_string())..)
-            .skip_while(|(k, _)| k.0 == dir)
-            .take_while(|(k, _)| k.0.starts_with(&prefix))
-            .map(|(k, _)| k.0.clone())
-            .collect()
+        self.under(dir).map(|(k, _)| k.0.clone()).collect()
     }
 
     /// Iterates `dir`'s descendants in path order.
     pub fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
-        let all = dir == ".";
-        let prefix = format!("{dir}/");
-        let start = if all { String::new() } else { dir.to_string() };
         self.nodes
-            .range(PathKey(start)..)
-            .skip_while(move |(k, _)| !all && k.0 == dir)
-            .take_while(move |(k, _)| all || k.0.starts_with(&prefix))
+            .range((after(dir), Bound::Unbounded))
+            .take_while(move |(key, _)| is_below(&key.0, dir))
+    }
+
+    /// `dir`'s descendants down to `max_depth` levels below it, in path
+    /// order, without visiting what lies deeper: each folder at the last
+    /// level is stepped over in one lookup.
+    pub fn under_to_depth<'a>(
+        &'a self,
+        dir: &'a str,
+        max_depth: usize,
+    ) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
+        let depth_of_dir = depth(dir);
+        let mut from = after(dir);
+        std::iter::from_fn(move || {
+            loop {
+                let (key, node) = self
+                    .nodes
+                    .range((from.clone(), Bound::Unbounded))
+                    .next()
+                    .filter(|(key, _)| is_below(&key.0, dir))?;
+                let level = depth(&key.0) - depth_of_dir;
+                from = if level >= max_depth && node.kind == EntryKind::Dir {
+                    // Sorts after every path below `key` (a name starting
+                    // with U+10FFFF aside, which is then merely visited).
+                    Bound::Excluded(PathKey(format!("{}/\u{10FFFF}", key.0)))
+                } else {
+                    Bound::Excluded(key.clone())
+                };
+                if level <= max_depth {
+                    return Some((key, node));
+                }
+            }
+        })
+    }
+
+    /// Files under `dir` that are not in the base shards nor skipped, in
+    /// path order.
+    pub fn loose_under<'a>(
+        &'a self,
+        dir: &'a str,
+    ) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
+        self.ledger
+            .loose
+            .range((after(dir), Bound::Unbounded))
+            .take_while(move |key| is_below(&key.0, dir))
+            .filter_map(|key| self.nodes.get_key_value(key))
     }
 
     pub fn is_dir(&self, relative: &str) -> bool {
@@ -341,22 +465,17 @@ impl Tree {
             Changes::Unknown => self.sweep(&mut work),
         }
         // Files and folders whose stamps could not be trusted are looked at again.
-        for (key, node) in &self.nodes {
-            if !node.settled {
-                match node.kind {
-                    EntryKind::Dir => work.relist.push(key.0.clone()),
-                    _ => work.files.push(key.0.clone()),
-                }
+        for key in &self.ledger.unsettled {
+            match self.get(key).map(|(_, node)| node.kind) {
+                Some(EntryKind::Dir) => work.relist.push(key.clone()),
+                Some(_) => work.files.push(key.clone()),
+                None => {}
             }
         }
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        let changed = work.apply(self, gate, indexer);
-        if changed.is_some_and(|n| n > 0) {
-            self.negations = self.find_negations();
-        }
-        changed
+        work.apply(self, gate, indexer)
     }
 
     /// Sorts one reported path into the work to do.
@@ -450,7 +569,7 @@ impl Tree {
     fn remove_subtree(&mut self, dir: &str) -> HashMap<String, Node> {
         let mut removed = HashMap::new();
         for key in self.descendants(dir) {
-            if let Some(node) = self.nodes.remove(&PathKey(key.clone())) {
+            if let Some(node) = self.remove(&key) {
                 removed.insert(key, node);
             }
         }
@@ -494,7 +613,7 @@ impl Tree {
         for entry in entries {
             let node =
                 self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
-            self.nodes.insert(PathKey(entry.relative), node);
+            self.insert(entry.relative, node);
         }
         self.restamp_dir(dir);
         changed
@@ -515,17 +634,19 @@ impl Tree {
             return node;
         }
         *changed += 1;
-        self.make_node(entry.kind, &entry.relative, &entry.path, indexer)
+        self.make_node(entry.kind, &entry.relative, &entry.path, Some(indexer))
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
     /// below leave the tree, and its parent is listed again.
     fn forget_dir(&mut self, dir: &str) {
         if dir == "." {
-            self.nodes.clear();
+            for key in self.descendants(".") {
+                self.remove(&key);
+            }
             return;
         }
-        self.nodes.remove(&PathKey(dir.to_string()));
+        self.remove(dir);
     }
 
     fn restamp_dir(&mut self, dir: &str) {
@@ -539,10 +660,11 @@ impl Tree {
             self.root_stamp = stamp;
             self.root_settled = settled;
             self.root_ignores = ignores;
-        } else if let Some(node) = self.nodes.get_mut(&PathKey(dir.to_string())) {
+        } else if let Some(mut node) = self.remove(dir) {
             node.stamp = stamp;
             node.settled = settled;
             node.ignores = Some(ignores);
+            self.insert(dir.to_string(), node);
         }
     }
 
@@ -563,12 +685,6 @@ impl Tree {
             .ignores_of(dir)
             .is_some_and(|known| *known != *read_ignores(&self.gate, &path))
         {
-            let fresh = read_ignores(&self.gate, &path);
-            let dir = if self.negations || has_negation(&fresh) {
-                "."
-            } else {
-                dir
-            };
             work.rewalked.push(dir.to_string());
             // The rules changed even when no entry did.
             return 1 + self.rewalk(gate, dir, indexer, work);
@@ -584,14 +700,8 @@ impl Tree {
         // A folder that cannot be read shows empty, as the walker shows it.
         let children =
             walk::walk(gate, &start, Some(1), &WalkOptions::default()).unwrap_or_default();
-        let depth = if dir == "." {
-            1
-        } else {
-            dir.split('/').count() + 1
-        };
         let mut old: HashMap<String, EntryKind> = self
-            .under(dir)
-            .filter(|(k, _)| k.0.split('/').count() == depth)
+            .under_to_depth(dir, 1)
             .map(|(k, n)| (k.0.clone(), n.kind))
             .collect();
         let mut changed = 0;
@@ -612,14 +722,9 @@ impl Tree {
                     if previous.is_some() {
                         self.remove_subtree(&child.relative);
                     }
-                    if child.kind == EntryKind::Dir && self.negations {
-                        // See `Work::round`: only a walk from the root
-                        // applies whitelist rules as the root walk does.
-                        work.rewalked.push(".".to_string());
-                        return changed + self.rewalk(gate, ".", indexer, work);
-                    }
-                    let node = self.make_node(child.kind, &child.relative, &child.path, indexer);
-                    self.nodes.insert(PathKey(child.relative.clone()), node);
+                    let node =
+                        self.make_node(child.kind, &child.relative, &child.path, Some(indexer));
+                    self.insert(child.relative.clone(), node);
                     if child.kind == EntryKind::Dir {
                         changed += self.rewalk(gate, &child.relative, indexer, work);
                     }
@@ -628,7 +733,7 @@ impl Tree {
         }
         for (gone, _) in old {
             changed += self.remove_subtree(&gone).len() + 1;
-            self.nodes.remove(&PathKey(gone));
+            self.remove(&gone);
         }
         self.restamp_dir(dir);
         changed
@@ -651,9 +756,26 @@ impl Tree {
         if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
             return 0;
         }
-        let fresh = self.make_node(EntryKind::File, relative, &path, indexer);
-        self.nodes.insert(PathKey(relative.to_string()), fresh);
+        let fresh = self.make_node(EntryKind::File, relative, &path, Some(indexer));
+        self.insert(relative.to_string(), fresh);
         1
+    }
+}
+
+/// Where the entries below `dir` start in path order: right after it.
+fn after(dir: &str) -> Bound<PathKey> {
+    match dir {
+        "." => Bound::Unbounded,
+        _ => Bound::Excluded(PathKey(dir.to_string())),
+    }
+}
+
+/// Folders between `relative` and the root, plus one: `.` is 0, `a` is 1.
+pub fn depth(relative: &str) -> usize {
+    if relative == "." {
+        0
+    } else {
+        relative.split('/').count()
     }
 }
 
@@ -664,7 +786,7 @@ fn parent_of(relative: &str) -> &str {
     }
 }
 
-fn is_below(path: &str, dir: &str) -> bool {
+pub fn is_below(path: &str, dir: &str) -> bool {
     dir == "."
         || path == dir
         || path
@@ -713,7 +835,6 @@ impl Work {
                 self.relist.push(parent_of(&dir).to_string());
                 continue;
             }
-            let dir = if tree.negations { ".".to_string() } else { dir };
             self.rewalked.push(dir.clone());
             changed += tree.rewalk(gate, &dir, indexer, self);
         }
@@ -724,18 +845,6 @@ impl Work {
             }
             pending.sort_by(|a, b| walk::path_order(a, b));
             pending.dedup();
-            if tree.negations && pending.iter().any(|dir| dir != ".") {
-                // A walk from a folder applies its ancestors' ignore rules
-                // without their precedence, which only whitelist (`!`)
-                // rules can tell apart: walk from the root instead.
-                pending = vec![".".to_string()];
-                if !self.rewalked.iter().any(|r| r == ".") {
-                    self.rewalked.push(".".to_string());
-                    changed += tree.rewalk(gate, ".", indexer, self);
-                }
-                listed.push(".".to_string());
-                continue;
-            }
             for dir in pending {
                 if listed.contains(&dir)
                     || self.rewalked.iter().any(|r| is_below(&dir, r) && r != &dir)

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-pub use open::{EntryStat, LastFolder, RootDir, SNIFF_BYTES, looks_binary};
+pub use open::{EntryStat, LastFolder, MAX_SEARCHED_BYTES, RootDir, SNIFF_BYTES, looks_binary};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;

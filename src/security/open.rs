@@ -20,6 +20,9 @@ use std::path::{Component, Path, PathBuf};
 
 /// Bytes inspected to tell text from binary.
 pub const SNIFF_BYTES: usize = 4096;
+/// Files larger than this are not searched (nor indexed, since a search
+/// would skip them).
+pub const MAX_SEARCHED_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
 /// character cut by the end of the sample does not count).

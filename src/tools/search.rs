@@ -31,14 +31,12 @@ use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len}
 use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::{ContentQuery, TreeModel};
-use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
+use crate::security::{MAX_SEARCHED_BYTES, PathGate, SNIFF_BYTES, looks_binary};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
 pub const MAX_CONTEXT_LINES: usize = 10;
-/// Files larger than this are skipped.
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Matched and context lines are cut to this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
 /// Largest answer as JSON text (escapes counted in full): the tool's
@@ -417,42 +415,26 @@ impl Plan {
     }
 }
 
-/// Reads an opened regular file of at most [`MAX_FILE_BYTES`] into the front of
+/// Reads an opened regular file of at most [`MAX_SEARCHED_BYTES`] into
 /// `buffer` and returns its length; `None` for anything else.
 ///
 /// The size comes from the open file (one `fstat`, no `stat` by path), and
-/// the read asks for the whole file at once: `buffer` is kept at its largest
-/// length between files, so it is neither zeroed again nor grown in steps.
+/// room for the whole file is reserved first, so one read fills it and the
+/// next shows the end; the buffer's spare room is never zeroed, and it is
+/// reused from file to file.
 fn read_capped(
-    mut file: std::fs::File,
+    file: std::fs::File,
     metadata: &std::fs::Metadata,
     buffer: &mut Vec<u8>,
 ) -> Option<usize> {
-    if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
+    if !metadata.is_file() || metadata.len() > MAX_SEARCHED_BYTES {
         return None;
     }
+    buffer.clear();
+    buffer.reserve(metadata.len() as usize + 1);
     // One byte beyond the cap shows a file that grew past it since the fstat.
-    let limit = MAX_FILE_BYTES as usize + 1;
-    let wanted = (metadata.len() as usize + 1).min(limit);
-    if buffer.len() < wanted {
-        buffer.resize(wanted, 0);
-    }
-    let mut filled = 0;
-    loop {
-        if filled == buffer.len().min(limit) {
-            if filled == limit {
-                return None;
-            }
-            buffer.resize((filled * 2).min(limit), 0);
-        }
-        let end = buffer.len().min(limit);
-        match file.read(&mut buffer[filled..end]) {
-            Ok(0) => return Some(filled),
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
+    file.take(MAX_SEARCHED_BYTES + 1).read_to_end(buffer).ok()?;
+    (buffer.len() as u64 <= MAX_SEARCHED_BYTES).then_some(buffer.len())
 }
 
 struct CollectSink<'a> {
@@ -546,6 +528,11 @@ fn search_tree(
     accept: impl Fn(&Entry) -> bool,
     candidates: Option<Vec<Entry>>,
 ) -> std::io::Result<(Prefix, Option<usize>)> {
+    if let Some(files) = &candidates
+        && files.len() <= BATCH_FILES
+    {
+        return Ok((search_in_order(gate, plan, files, &accept), None));
+    }
     let workers = walk::worker_threads();
     // Finished files may wait for a slower earlier one, each holding up to
     // a page of text: the walk stays at most this many files ahead.
@@ -638,6 +625,29 @@ fn search_tree(
         Err(poisoned) => poisoned.into_inner(),
     };
     Ok((prefix, (!from_candidates).then(|| files_seen.into_inner())))
+}
+
+/// Searches a few files on this thread, in order, until the prefix holds
+/// enough hits: starting workers would cost more than the files.
+fn search_in_order(
+    gate: &PathGate,
+    plan: &Plan,
+    files: &[Entry],
+    accept: &impl Fn(&Entry) -> bool,
+) -> Prefix {
+    let mut searcher = plan.searcher();
+    let mut buffer = Vec::new();
+    let mut prefix = Prefix::default();
+    for (index, entry) in files.iter().filter(|entry| accept(entry)).enumerate() {
+        if plan.cancel.is_cancelled() {
+            break;
+        }
+        let hits = plan.search_file(gate, &mut searcher, &mut buffer, entry, 0);
+        if prefix.finish(index, hits, plan) {
+            break;
+        }
+    }
+    prefix
 }
 
 /// Blocks the walk while it is more than `lookahead` files ahead of the
@@ -1136,7 +1146,7 @@ mod tests {
 
     #[test]
     fn reads_whole_files_up_to_the_cap_and_reuses_the_buffer() {
-        let cap = MAX_FILE_BYTES as usize;
+        let cap = MAX_SEARCHED_BYTES as usize;
         let at_cap = format!("{}needle\n", "x".repeat(cap - 7));
         let (_d, gate) = project(&[
             ("at_cap.txt", &at_cap),
@@ -1151,9 +1161,10 @@ mod tests {
         };
         assert_eq!(read("at_cap.txt"), Some(cap));
         assert_eq!(read("over_cap.txt"), None);
-        // The larger file's bytes stay behind in the buffer; only the length counts.
         assert_eq!(read("small.txt"), Some(6));
-        assert!(buffer[..cap].starts_with(b"small\n"));
+        assert_eq!(buffer, b"small\n");
+        // The room of the largest file is kept for the next one.
+        assert!(buffer.capacity() > cap);
         assert!(gate.open_file(root).is_err(), "folders are not opened");
         let found = search(&gate, &input("needle")).unwrap();
         assert_eq!(lines(&found), vec![("at_cap.txt".into(), 1)]);
