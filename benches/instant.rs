@@ -160,8 +160,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> (usize, usize) {
     let list_folder = folder_with_about_40_entries(&root);
 
     // The scan server: the same binary with the index switched off.
-    let config = tempfile::NamedTempFile::new().expect("temp config");
-    std::fs::write(config.path(), "[index]\nenabled = false\n").expect("write temp config");
+    let config = support::scan_config();
     let config_arg = config.path().to_string_lossy().into_owned();
     let mut scan = Session::start_logged(&root, &["--config", &config_arg]);
     let has_index = scan.try_initialize();

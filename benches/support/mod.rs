@@ -153,6 +153,11 @@ impl Session {
         Self::spawn(root, &[], false)
     }
 
+    /// Starts the server with `args` (its log discarded).
+    pub fn start_with(root: &Path, args: &[&str]) -> Session {
+        Self::spawn(root, args, false)
+    }
+
     /// Starts the server with `--log-level debug` and `args`, keeping every
     /// log line it writes.
     pub fn start_logged(root: &Path, args: &[&str]) -> Session {
@@ -398,4 +403,13 @@ pub fn ms(duration: Duration) -> f64 {
 
 pub fn mark(met: bool) -> &'static str {
     if met { "met" } else { "MISSED" }
+}
+
+/// A server config with the tree model switched off: that server scans the
+/// tree on every search, as before issue 8. Keep it alive while the server
+/// runs.
+pub fn scan_config() -> tempfile::NamedTempFile {
+    let config = tempfile::NamedTempFile::new().expect("temp config");
+    std::fs::write(config.path(), "[index]\nenabled = false\n").expect("write temp config");
+    config
 }
