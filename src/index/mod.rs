@@ -47,6 +47,21 @@ pub struct ContentQuery<'a> {
     pub case_insensitive: bool,
 }
 
+/// Which entries a listing wants: those `keep` accepts (given the
+/// root-relative path and kind), the first `wanted` of them in path order.
+pub struct Pick<'a> {
+    pub keep: &'a dyn Fn(&str, EntryKind) -> bool,
+    pub wanted: usize,
+}
+
+impl Pick<'_> {
+    /// Every entry.
+    pub const ALL: Pick<'static> = Pick {
+        keep: &|_, _| true,
+        wanted: usize::MAX,
+    };
+}
+
 /// One project's model; dropping it stops a build in progress.
 pub struct TreeModel {
     shared: Arc<Shared>,
@@ -123,6 +138,7 @@ impl TreeModel {
             let spawned = std::thread::Builder::new()
                 .name("index-build".into())
                 .spawn(move || {
+                    lower_priority();
                     if build(&building).is_none()
                         && let Ok(mut state) = building.state.lock()
                     {
@@ -179,45 +195,65 @@ impl TreeModel {
         })
     }
 
-    /// Every entry below the folder `start`, down to `max_depth` levels, in
-    /// path order with sizes, as [`walk::walk`] would return them; `None`
-    /// when the model cannot answer, or when a listing limited in depth
-    /// would cost a stat of every file (changes unknown) and the walker,
-    /// which reads only the folders asked for, is cheaper.
-    pub fn entries(&self, start: &ResolvedPath, max_depth: Option<usize>) -> Option<Vec<Entry>> {
+    /// The first `wanted` entries below the folder `start`, down to
+    /// `max_depth` levels, that `pick` accepts, in path order with sizes, as
+    /// [`walk::walk`] and that filter would give them; `None` when the
+    /// model cannot answer, or when a listing limited in depth would cost a
+    /// stat of every file (changes unknown) and the walker, which reads
+    /// only the folders asked for, is cheaper.
+    pub fn entries(
+        &self,
+        start: &ResolvedPath,
+        max_depth: Option<usize>,
+        pick: &Pick<'_>,
+    ) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, max_depth.is_some(), |live, base| {
             let depth_of_start = depth(&start.relative);
+            let picked = |(key, node): &(&PathKey, &tree::Node)| (pick.keep)(&key.0, node.kind);
             let to_entry =
                 |(key, node): (&PathKey, &tree::Node)| entry(base, &key.0, node, depth_of_start);
             match max_depth {
                 Some(max) => live
                     .tree
                     .under_to_depth(&start.relative, max)
+                    .filter(picked)
+                    .take(pick.wanted)
                     .map(to_entry)
                     .collect(),
-                None => live.tree.under(&start.relative).map(to_entry).collect(),
+                None => live
+                    .tree
+                    .under(&start.relative)
+                    .filter(picked)
+                    .take(pick.wanted)
+                    .map(to_entry)
+                    .collect(),
             }
         })
     }
 
-    /// Every entry below `start` as [`walk::walk`] gives it with `options`:
-    /// from the model when it can answer, else from the walker. The model
-    /// holds the default view only, so `include_ignored` always walks.
+    /// [`TreeModel::entries`] with `options`: from the model when it can
+    /// answer, else from the walker. The model holds the default view only,
+    /// so `include_ignored` always walks.
     pub fn entries_or_walk(
         &self,
         gate: &PathGate,
         start: &ResolvedPath,
         max_depth: Option<usize>,
         options: &WalkOptions,
+        pick: &Pick<'_>,
     ) -> std::io::Result<Vec<Entry>> {
         let known = if options.include_ignored {
             None
         } else {
-            self.entries(start, max_depth)
+            self.entries(start, max_depth, pick)
         };
         match known {
             Some(entries) => Ok(entries),
-            None => walk::walk(gate, start, max_depth, options),
+            None => Ok(walk::walk(gate, start, max_depth, options)?
+                .into_iter()
+                .filter(|entry| (pick.keep)(&entry.relative, entry.kind))
+                .take(pick.wanted)
+                .collect()),
         }
     }
 
@@ -476,7 +512,8 @@ fn return_freed_memory() {
     }
 }
 
-/// The build yields the CPU to tool calls.
+/// The build yields the CPU to tool calls: the first search of a session
+/// must not wait for it, even while it walks the file list.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: setpriority only reads its arguments; on Linux, `who = 0`
@@ -517,8 +554,6 @@ fn build(shared: &Shared) -> Option<()> {
     );
     let list_bytes = live.bytes();
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    // The list is wanted at once; reading every file is not.
-    lower_priority();
     let indexed = index_contents(shared, files, list_bytes)?;
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
@@ -917,7 +952,7 @@ mod tests {
         // find/list see the same tree.
         let start = gate.resolve(".").unwrap();
         let listed: Vec<String> = model
-            .entries(&start, None)
+            .entries(&start, None, &Pick::ALL)
             .unwrap()
             .into_iter()
             .map(|e| e.relative)
@@ -1035,7 +1070,7 @@ mod tests {
         }
         let start = gate.resolve(".").unwrap();
         let listed: Vec<String> = model
-            .entries(&start, None)
+            .entries(&start, None, &Pick::ALL)
             .unwrap()
             .into_iter()
             .filter(|e| e.kind == EntryKind::File)
@@ -1052,7 +1087,7 @@ mod tests {
             for max_depth in [Some(1), Some(2), None] {
                 let walked = walk::walk(&gate, &start, max_depth, &WalkOptions::default());
                 assert_eq!(
-                    names(model.entries(&start, max_depth).unwrap()),
+                    names(model.entries(&start, max_depth, &Pick::ALL).unwrap()),
                     names(walked.unwrap()),
                     "{folder} {max_depth:?}"
                 );
@@ -1125,7 +1160,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
             }
             assert!(!model.is_ready(), "{config:?}");
-            assert!(model.entries(&start, None).is_none());
+            assert!(model.entries(&start, None, &Pick::ALL).is_none());
         }
     }
 }

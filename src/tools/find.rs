@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
-use crate::index::TreeModel;
+use crate::index::{Pick, TreeModel};
 use crate::security::PathGate;
 use crate::walk::{EntryKind, WalkOptions};
 
@@ -88,13 +88,18 @@ pub fn find(
         include_ignored: input.include_ignored,
         cancel: cancel.clone(),
     };
-    let entries = model
-        .entries_or_walk(gate, &start, None, &options)
-        .map_err(|error| ToolError::io(&start.relative, &error))?;
-    let matching: Vec<String> = entries
+    let keep = |relative: &str, kind| {
+        kind == EntryKind::File && glob.is_match(below(&start.relative, relative))
+    };
+    // One more than a page shows whether the answer is cut.
+    let pick = Pick {
+        keep: &keep,
+        wanted: max_results.saturating_add(1),
+    };
+    let matching: Vec<String> = model
+        .entries_or_walk(gate, &start, None, &options, &pick)
+        .map_err(|error| ToolError::io(&start.relative, &error))?
         .into_iter()
-        .filter(|entry| entry.kind == EntryKind::File)
-        .filter(|entry| glob.is_match(below(&start.relative, &entry.relative)))
         .map(|entry| entry.relative)
         .collect();
     ToolError::check_cancel(cancel)?;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
-use crate::index::TreeModel;
+use crate::index::{Pick, TreeModel};
 use crate::security::PathGate;
 use crate::walk::{EntryKind, WalkOptions};
 
@@ -106,8 +106,13 @@ pub fn list(
         include_ignored: input.include_ignored,
         cancel: cancel.clone(),
     };
+    // One more than a page shows whether the answer is cut.
+    let pick = Pick {
+        keep: &|_, _| true,
+        wanted: max_entries.saturating_add(1),
+    };
     let found = model
-        .entries_or_walk(gate, &start, Some(depth), &options)
+        .entries_or_walk(gate, &start, Some(depth), &options, &pick)
         .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     let mut output = ListOutput {
