@@ -91,11 +91,20 @@ struct Live {
     tree: Tree,
     /// Changes were lost and no sweep has caught up with them yet.
     sweep_owed: bool,
-    shards: Vec<Shard>,
-    /// The path of each base id, to turn posting lists into files.
-    base_keys: Vec<PathKey>,
+    base: BaseIndex,
     watcher: ChangeWatcher,
     indexer: Indexer,
+}
+
+/// The index the build made: one shard of posting lists over base ids, and
+/// the path of each id, to turn posting lists into files. Empty until the
+/// build installs it.
+#[derive(Default)]
+struct BaseIndex {
+    shard: Shard,
+    keys: Vec<PathKey>,
+    /// Both, in bytes.
+    bytes: usize,
 }
 
 impl fmt::Debug for TreeModel {
@@ -340,7 +349,7 @@ impl Live {
                 .collect();
         }
         let base = self.base_matches(query).into_iter().filter_map(|id| {
-            let key = self.base_keys.get(id as usize)?;
+            let key = self.base.keys.get(id as usize)?;
             if !tree::is_below(&key.0, dir) || key.0 == dir {
                 return None;
             }
@@ -361,22 +370,14 @@ impl Live {
 
     /// The base ids whose trigrams satisfy `query`, sorted.
     fn base_matches(&self, query: &Query) -> Vec<u32> {
-        let mut ids = Vec::new();
-        for shard in &self.shards {
-            let mut cache = PostingCache::default();
-            match evaluate(query, shard, &mut cache) {
-                None => ids.extend(shard.id_range()),
-                Some(found) => ids.extend(found),
-            }
-        }
-        ids
+        let shard = &self.base.shard;
+        evaluate(query, shard, &mut PostingCache::default())
+            .unwrap_or_else(|| shard.id_range().collect())
     }
 
-    /// Posting lists, the file list and the base ids' paths, in bytes.
+    /// The index and the file list, in bytes.
     fn bytes(&self) -> usize {
-        let shards: usize = self.shards.iter().map(Shard::bytes).sum();
-        let base_keys: usize = self.base_keys.iter().map(|key| key.0.capacity() + 24).sum();
-        shards + self.tree.bytes() + base_keys
+        self.base.bytes + self.tree.bytes()
     }
 }
 
@@ -542,7 +543,7 @@ fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'stat
 /// Builds the model in two steps, so that find and list answer from the
 /// file list long before the contents are indexed: walks the root (the
 /// walker's own sorted walk) into the file list and hands it to calls, then
-/// reads and indexes every file on the side and installs the shards. `None`
+/// reads and indexes every file on the side and installs the index. `None`
 /// when cancelled, over the memory limit, or the root cannot be walked.
 fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
@@ -564,8 +565,7 @@ fn build(shared: &Shared) -> Option<()> {
         read += usize::from(matches!(content, Content::Base(_)));
         live.tree.adopt(&relative, stamp, content);
     }
-    live.shards = indexed.shards;
-    live.base_keys = indexed.base_keys;
+    live.base = indexed.base;
     let bytes = live.bytes();
     if bytes > shared.limit_bytes {
         tracing::info!(
@@ -575,9 +575,8 @@ fn build(shared: &Shared) -> Option<()> {
         return None;
     }
     tracing::debug!(
-        "index ready: {read} files indexed, {} bytes read, index {bytes} bytes in {} shards, built in {} ms",
+        "index ready: {read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
         indexed.bytes_read,
-        live.shards.len(),
         started.elapsed().as_millis()
     );
     drop(state);
@@ -630,8 +629,7 @@ fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
     let live = Live {
         tree,
         sweep_owed: false,
-        shards: Vec::new(),
-        base_keys: Vec::new(),
+        base: BaseIndex::default(),
         watcher,
         indexer: Indexer::default(),
     };
@@ -640,8 +638,7 @@ fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
 
 /// What indexing the listed files found, to install in the model.
 struct Indexed {
-    shards: Vec<Shard>,
-    base_keys: Vec<PathKey>,
+    base: BaseIndex,
     /// Each file read with a stamp that can be trusted, and what it holds.
     files: Vec<(String, Stamp, Content)>,
     bytes_read: u64,
@@ -655,11 +652,11 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
     let mut indexer = Indexer::for_build();
     let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
     let mut indexed = Indexed {
-        shards: Vec::new(),
-        base_keys: Vec::new(),
+        base: BaseIndex::default(),
         files: Vec::new(),
         bytes_read: 0,
     };
+    let mut parts = Vec::new();
     let (mut sealed_bytes, mut key_bytes) = (0usize, 0usize);
     for relative in files {
         if shared.cancelled.load(Ordering::Relaxed) {
@@ -677,12 +674,12 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
                     let next = ShardBuilder::new(builder.next_id(), SHARD_PAIRS);
                     let shard = std::mem::replace(&mut builder, next).finish();
                     sealed_bytes += shard.bytes();
-                    indexed.shards.push(shard);
+                    parts.push(shard);
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);
                 key_bytes += relative.len() + 24;
-                indexed.base_keys.push(PathKey(relative.clone()));
+                indexed.base.keys.push(PathKey(relative.clone()));
                 Content::Base(id)
             }
             other => other,
@@ -696,10 +693,10 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
             return None;
         }
     }
-    indexed.shards.push(builder.finish());
-    // One lookup per trigram at query time instead of one per shard; the
-    // parts go as the merged shard fills.
-    indexed.shards = vec![Shard::merge(std::mem::take(&mut indexed.shards))];
+    parts.push(builder.finish());
+    // One lookup per trigram at query time instead of one per part.
+    indexed.base.shard = Shard::merge(parts);
+    indexed.base.bytes = indexed.base.shard.bytes() + key_bytes;
     indexed.bytes_read = indexer.bytes_read;
     Some(indexed)
 }
