@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{SETTINGS_ENV, Server, binary, cli_command, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, cli_command, copy_dir, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -82,23 +82,6 @@ fn scratch_project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     copy_dir(&demo_root(), &dir.path().join("demo_project"));
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name();
-        if name == "__pycache__" || name == ".pytest_cache" {
-            continue;
-        }
-        let path = entry.path();
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&path, &to.join(&name));
-        } else {
-            std::fs::copy(&path, to.join(&name)).expect("copy");
-        }
-    }
 }
 
 /// PATH with the built binary's folder first.

@@ -9,13 +9,10 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{
-    RawServer, SETTINGS_ENV, binary, demo_root, eventually, pid_in, server_command,
-};
+use crate::common::{RawServer, binary, demo_root, eventually, pid_in, server_command};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::Command;
 
 /// A project root plus an operator config in a folder beside it.
 struct Setup {
@@ -219,63 +216,6 @@ async fn a_checks_program_dies_with_a_killed_server() {
 
 // ---------------------------------------------------------------- /proc/<ppid>/fd/1
 
-/// A raw JSON-lines client over any command (here: the server started
-/// under another user).
-struct Raw {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Raw {
-    fn spawn(mut command: Command) -> Raw {
-        for name in SETTINGS_ENV {
-            command.env_remove(name);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn server");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Raw {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    async fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        stdin.write_all(&line).await.expect("write");
-        stdin.flush().await.expect("flush");
-    }
-
-    /// Every line until the answer with `id`; each must be JSON-RPC.
-    async fn answer(&mut self, id: u64) -> Value {
-        loop {
-            let mut line = String::new();
-            let read =
-                tokio::time::timeout(Duration::from_secs(30), self.stdout.read_line(&mut line))
-                    .await
-                    .expect("answered in time")
-                    .expect("read");
-            assert!(read > 0, "server closed stdout");
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout carried a non-protocol line ({e}): {line:?}"));
-            assert_eq!(message["jsonrpc"], "2.0", "{line}");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-}
-
 /// A check may try to write to the server's stdout through
 /// `/proc/$PPID/fd/1`; the server is not dumpable, so a check running as
 /// the same (non-root) user is refused. Root (CAP_SYS_PTRACE) can still do
@@ -317,19 +257,11 @@ async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
         .args(["--", "sh", "-c", "\"$0\" \"$@\" | cat"])
         .arg(server_binary)
         .args(&server_args);
-    let mut server = Raw::spawn(command);
-    server
-        .send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}}}))
-        .await;
-    server.answer(0).await;
-    server
-        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
+    let mut server = RawServer::spawn(command);
+    server.initialize("2025-06-18").await;
     server.send(&check_call(1, "sneak")).await;
-    // `answer` fails on the sneaked line if it reached stdout.
-    let answer = server.answer(1).await;
+    // Reading fails on the sneaked line if it reached stdout.
+    let answer = server.recv_id(&json!(1)).await;
     let result = &answer["result"]["structuredContent"];
     assert_eq!(result["stdout"], "refused\n", "{answer}");
     assert!(
@@ -338,12 +270,9 @@ async fn a_check_cannot_write_to_the_servers_stdout_through_proc() {
             .is_some_and(|err| err.contains("ermission denied")),
         "{answer}"
     );
-    server.stdin.take();
-    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
-        .await
-        .expect("server exits on EOF")
-        .expect("wait");
-    assert_eq!(status.code(), Some(0));
+    let (rest, code) = server.finish().await;
+    assert_eq!(rest, "", "nothing but answers on stdout");
+    assert_eq!(code, Some(0));
 }
 
 // ---------------------------------------------------------------- protocol edges

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common::host_cli::{host_cli, output_within};
-use crate::common::{SETTINGS_ENV, binary, cli_command, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, binary, cli_command, copy_dir, demo_root, repo_dir};
 
 /// A scratch git repository with a subfolder, a HOME of its own, and the
 /// server log file every run appends to.
@@ -151,22 +151,6 @@ fn assert_connected(output: &str, what: &str) {
         output.contains("Connected") && !output.contains("Failed"),
         "{what}: not connected:\n{output}"
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name();
-        if name == "__pycache__" || name == ".pytest_cache" {
-            continue;
-        }
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &to.join(&name));
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).expect("copy");
-        }
-    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::common::host_cli::host_cli;
-use crate::common::{SETTINGS_ENV, Server, binary, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root, repo_dir};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -22,22 +22,6 @@ fn manifest() -> Value {
     let text = std::fs::read_to_string(repo_dir().join(".github/mcpb/manifest.json"))
         .expect("read manifest");
     serde_json::from_str(&text).expect("manifest is JSON")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name();
-        if name == "__pycache__" || name == ".pytest_cache" {
-            continue;
-        }
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &to.join(&name));
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).expect("copy");
-        }
-    }
 }
 
 /// Replaces the variables Claude Desktop substitutes in `mcp_config`.

@@ -216,7 +216,16 @@ pub struct RawServer {
 
 impl RawServer {
     pub fn start(root: &Path, args: &[&str]) -> RawServer {
-        let mut child = server_command(Some(root), args)
+        Self::spawn(server_command(Some(root), args))
+    }
+
+    /// Drives any command that runs the server (under another user, say);
+    /// the settings variables are cleared as for [`server_command`].
+    pub fn spawn(mut command: Command) -> RawServer {
+        for name in SETTINGS_ENV {
+            command.env_remove(name);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -302,6 +311,24 @@ impl RawServer {
             .expect("server exits after stdin EOF")
             .expect("wait");
         (rest, status.code())
+    }
+}
+
+/// Copies the folder `from` to `to`, leaving out Python caches (a copy of
+/// demo_project for tests that write into it).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name();
+        if name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).expect("copy");
+        }
     }
 }
 
