@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ngram::{PostingCache, Shard, ShardBuilder};
+use ngram::{FileGrams, GramFilter, PostingCache, Shard, ShardBuilder};
 use plan::Query;
 use tree::{Content, Indexer, PathKey, Tree, depth};
 use watch::{ChangeWatcher, Changes};
@@ -96,15 +96,28 @@ struct Live {
     indexer: Indexer,
 }
 
-/// The index the build made: one shard of posting lists over base ids, and
-/// the path of each id, to turn posting lists into files. Empty until the
-/// build installs it.
+/// The index the build made: one shard of posting lists over base ids, the
+/// path of each id, to turn posting lists into files, and the long-gram
+/// filters of the large files. Empty until the build installs it.
 #[derive(Default)]
 struct BaseIndex {
     shard: Shard,
     keys: Vec<PathKey>,
-    /// Both, in bytes.
+    /// Sorted by id.
+    filters: Vec<(u32, GramFilter)>,
+    /// All three, in bytes.
     bytes: usize,
+}
+
+impl BaseIndex {
+    /// Whether base file `id`'s long grams (when it has a filter) allow a
+    /// match of `query`; its trigrams were asked already.
+    fn may_match(&self, id: u32, query: &Query) -> bool {
+        match self.filters.binary_search_by_key(&id, |(id, _)| *id) {
+            Ok(at) => query.may_match(None, Some(&self.filters[at].1)),
+            Err(_) => true,
+        }
+    }
 }
 
 impl fmt::Debug for TreeModel {
@@ -350,6 +363,9 @@ impl Live {
         }
         let base = self.base_matches(query).into_iter().filter_map(|id| {
             let key = self.base.keys.get(id as usize)?;
+            if !self.base.may_match(id, query) {
+                return None;
+            }
             if !tree::is_below(&key.0, dir) || key.0 == dir {
                 return None;
             }
@@ -362,13 +378,16 @@ impl Live {
             .tree
             .loose_under(dir)
             .filter(|(_, node)| match &node.content {
-                Content::Fresh(trigrams) => query.matches_sorted(trigrams),
+                Content::Fresh(grams) => {
+                    query.may_match(Some(&grams.trigrams), grams.filter.as_ref())
+                }
                 _ => true,
             });
         merge_in_path_order(base, loose)
     }
 
-    /// The base ids whose trigrams satisfy `query`, sorted.
+    /// The base ids whose trigrams satisfy `query`, sorted (their filters
+    /// not consulted yet).
     fn base_matches(&self, query: &Query) -> Vec<u32> {
         let shard = &self.base.shard;
         evaluate(query, shard, &mut PostingCache::default())
@@ -409,6 +428,8 @@ fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Ve
         Query::All => None,
         Query::Nothing => Some(Vec::new()),
         Query::Trigram(key) => Some(cache.get(shard, *key).as_ref().clone()),
+        // Only filters hold long grams.
+        Query::Gram(_) => None,
         Query::And(parts) => {
             // Only the shortest trigram list is decoded; the ids left are
             // then tested against the longer ones.
@@ -657,7 +678,7 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
         bytes_read: 0,
     };
     let mut parts = Vec::new();
-    let (mut sealed_bytes, mut key_bytes) = (0usize, 0usize);
+    let (mut sealed_bytes, mut key_bytes, mut filter_bytes) = (0usize, 0usize, 0usize);
     for relative in files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
@@ -667,7 +688,8 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
             continue;
         };
         let content = match content {
-            Content::Fresh(trigrams) => {
+            Content::Fresh(grams) => {
+                let FileGrams { trigrams, filter } = grams;
                 // Sealed before it would outgrow its room, so that the
                 // pairs are never reallocated at twice the size.
                 if builder.pairs() > 0 && builder.pairs() + trigrams.len() > SHARD_PAIRS {
@@ -678,6 +700,10 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);
+                if let Some(filter) = filter {
+                    filter_bytes += filter.bytes() + 16;
+                    indexed.base.filters.push((id, filter));
+                }
                 key_bytes += relative.len() + 24;
                 indexed.base.keys.push(PathKey(relative.clone()));
                 Content::Base(id)
@@ -685,7 +711,8 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
             other => other,
         };
         indexed.files.push((relative, stamp, content));
-        if list_bytes + sealed_bytes + key_bytes + builder.pairs() * 16 > shared.limit_bytes {
+        let building = sealed_bytes + key_bytes + filter_bytes + builder.pairs() * 16;
+        if list_bytes + building > shared.limit_bytes {
             tracing::info!(
                 "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
                 shared.limit_bytes / (1024 * 1024)
@@ -696,7 +723,8 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
     parts.push(builder.finish());
     // One lookup per trigram at query time instead of one per part.
     indexed.base.shard = Shard::merge(parts);
-    indexed.base.bytes = indexed.base.shard.bytes() + key_bytes;
+    indexed.base.filters.shrink_to_fit();
+    indexed.base.bytes = indexed.base.shard.bytes() + key_bytes + filter_bytes;
     indexed.bytes_read = indexer.bytes_read;
     Some(indexed)
 }
@@ -762,6 +790,15 @@ mod tests {
             }
             fs::write(path, text).unwrap();
         }
+        // Large files, which get long-gram filters too.
+        for k in 0..3 {
+            let mut text = String::new();
+            while text.len() < 70 * 1024 {
+                text.push_str(rng.pick(WORDS));
+                text.push_str(if rng.next().is_multiple_of(3) { "\n" } else { " " });
+            }
+            fs::write(root.join(format!("large{k}.txt")), text).unwrap();
+        }
         fs::write(root.join("bin.dat"), b"needle\0apply").unwrap();
         fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
         fs::create_dir_all(root.join("ignored")).unwrap();
@@ -821,6 +858,33 @@ mod tests {
             .into_iter()
             .map(|e| e.relative)
             .collect()
+    }
+
+    #[test]
+    fn a_large_file_holding_every_trigram_but_not_the_word_is_no_candidate() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        let decoy = "xhandlex the_request le_re e_r _req\n".repeat(3000);
+        fs::write(root.join("decoy.txt"), &decoy).unwrap();
+        fs::write(root.join("real.txt"), decoy.clone() + "handle_request\n").unwrap();
+        fs::write(root.join("small.txt"), "xhandlex the_request le_re\n").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        let model = ready_model(&gate);
+        let query = |pattern| ContentQuery {
+            pattern,
+            regex: false,
+            case_insensitive: false,
+        };
+        // The trigrams admit both large files and the small one; the filters
+        // rule out the large decoy.
+        assert_eq!(
+            candidate_names(&model, &gate, &query("handle_request")),
+            ["real.txt", "small.txt"]
+        );
+        assert_eq!(
+            candidate_names(&model, &gate, &query("the_request")),
+            ["decoy.txt", "real.txt", "small.txt"]
+        );
     }
 
     #[test]

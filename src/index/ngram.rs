@@ -7,6 +7,15 @@
 //! a case-sensitive one and shrinks the index; a case-sensitive query gets a
 //! few more candidates, which the searcher then rejects.
 //!
+//! Large files hold most trigrams of most identifiers somewhere, so the
+//! trigrams alone admit them for nearly every query. Files of at least
+//! [`FILTER_MIN_BYTES`] therefore also get a [`GramFilter`]: a Bloom filter
+//! of their sparse n-grams of 4 to 8 bytes (GitHub code search's selection,
+//! from the `sparse-ngrams` crate). Whether a substring is a sparse n-gram
+//! depends only on its own bytes, so every sparse n-gram of a query's literal
+//! is one of any file that holds the literal: a filter that lacks one rules
+//! the file out.
+//!
 //! Files get ids in path order and are indexed in shards of consecutive ids
 //! (as Zoekt does), so a shard can be built in bounded scratch memory and
 //! candidates come out sorted. Each shard holds, per trigram, the sorted ids
@@ -76,6 +85,89 @@ pub fn sorted_trigrams(scratch: &mut TrigramScratch, content: &[u8]) -> Vec<u32>
     out.sort_unstable();
     out.shrink_to_fit();
     out
+}
+
+/// Files at least this large get a [`GramFilter`]; smaller ones cost little
+/// to search even when the trigrams admit them.
+pub const FILTER_MIN_BYTES: usize = 64 * 1024;
+
+/// Filter bits per byte of the file: one bit per four bytes (about five
+/// bits per distinct gram on source code).
+const FILTER_BYTES_PER_BIT: usize = 4;
+
+/// Bits set per gram.
+const FILTER_PROBES: u64 = 3;
+
+/// Calls `found` with the key of every sparse n-gram of 4 to 8 bytes of
+/// `folded` (already folded as [`fold`] does).
+pub fn long_grams(folded: &[u8], mut found: impl FnMut(u32)) {
+    sparse_ngrams::collect_sparse_grams_scan(folded, |gram, _| {
+        if gram.len() >= 4 {
+            found(gram.as_u32());
+        }
+    });
+}
+
+/// A Bloom filter of one large file's long sparse n-grams: answers "may
+/// hold" or "surely does not".
+#[derive(Debug)]
+pub struct GramFilter {
+    words: Box<[u64]>,
+}
+
+impl GramFilter {
+    /// The filter of `content` when it is at least [`FILTER_MIN_BYTES`]
+    /// long; `content` is folded in place.
+    pub fn of(content: &mut [u8]) -> Option<GramFilter> {
+        if content.len() < FILTER_MIN_BYTES {
+            return None;
+        }
+        // As [`fold`] does.
+        content.make_ascii_lowercase();
+        let folded = &*content;
+        let bits = (content.len() / FILTER_BYTES_PER_BIT).next_power_of_two();
+        let mut words = vec![0u64; bits / 64].into_boxed_slice();
+        long_grams(folded, |key| {
+            for bit in probes(key, bits) {
+                words[bit / 64] |= 1 << (bit % 64);
+            }
+        });
+        Some(GramFilter { words })
+    }
+
+    /// Whether the file may hold the gram `key` (false: it surely does not).
+    pub fn may_hold(&self, key: u32) -> bool {
+        let bits = self.words.len() * 64;
+        probes(key, bits).all(|bit| self.words[bit / 64] & (1 << (bit % 64)) != 0)
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+}
+
+/// The bits of `key` in a filter of `bits` bits (a power of two), by double
+/// hashing.
+fn probes(key: u32, bits: usize) -> impl Iterator<Item = usize> {
+    let hash = u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let (first, step) = (hash >> 32, (hash & 0xFFFF_FFFF) | 1);
+    (0..FILTER_PROBES)
+        .map(move |i| (first.wrapping_add(i.wrapping_mul(step)) as usize) & (bits - 1))
+}
+
+/// What the index knows of one file's contents.
+#[derive(Debug)]
+pub struct FileGrams {
+    /// Its distinct trigrams (sorted once re-indexed after the build).
+    pub trigrams: Vec<u32>,
+    /// Its long grams, when it is large.
+    pub filter: Option<GramFilter>,
+}
+
+impl FileGrams {
+    pub fn bytes(&self) -> usize {
+        self.trigrams.capacity() * 4 + self.filter.as_ref().map_or(0, GramFilter::bytes)
+    }
 }
 
 /// Marks an offset whose posting list is a bitmap rather than varints.
@@ -291,10 +383,17 @@ impl Shard {
         let first_id = parts.first().map_or(0, |part| part.first_id);
         let files = parts.iter().map(|part| part.files).sum::<u32>();
         let bitmap_bytes = files.div_ceil(8) as usize;
+        // Sized once: growing by doubling would hold two copies of the
+        // largest buffer at the build's peak. Merged lists take at most
+        // their parts' bytes plus one longer first delta each.
+        let key_count = parts.iter().map(|part| part.keys.len()).sum::<usize>();
+        let data_bytes = parts.iter().map(|part| part.data.len()).sum::<usize>();
         let mut merged = Shard {
             first_id,
             files,
-            ..Shard::default()
+            keys: Vec::with_capacity(key_count),
+            offsets: Vec::with_capacity(key_count + 1),
+            data: Vec::with_capacity(data_bytes + key_count * 4),
         };
         // The next key of each part, smallest first (parts in id order on ties).
         let mut next: BinaryHeap<Reverse<(u32, usize)>> = parts
@@ -418,6 +517,84 @@ mod tests {
         let kelvin = "\u{212A}".as_bytes();
         let found = sorted_trigrams(&mut scratch, kelvin);
         assert_eq!(found, vec![trigram(kelvin[0], kelvin[1], kelvin[2])]);
+    }
+
+    fn long_gram_set(text: &[u8]) -> std::collections::HashSet<u32> {
+        let mut set = std::collections::HashSet::new();
+        long_grams(text, |key| {
+            set.insert(key);
+        });
+        set
+    }
+
+    proptest::proptest! {
+        /// The property the filters rest on: every long gram of a string is
+        /// one of any text that holds the string, whatever surrounds it
+        /// (repeated bytes, non-ASCII bytes, line breaks around it).
+        #[test]
+        fn a_text_holds_every_long_gram_of_its_substrings(
+            before in proptest::collection::vec(proptest::sample::select(b"abcab_X\n\xc3\x84 ".to_vec()), 0..24),
+            needle in proptest::collection::vec(proptest::sample::select(b"abcab_x\xc3\x84 ".to_vec()), 4..24),
+            after in proptest::collection::vec(proptest::sample::select(b"abcab_X\n\xc3\x84 ".to_vec()), 0..24),
+        ) {
+            let text = [before, needle.clone(), after].concat();
+            let held = long_gram_set(&text);
+            for key in long_gram_set(&needle) {
+                proptest::prop_assert!(held.contains(&key));
+            }
+        }
+    }
+
+    /// A large text made of `words`, one per line, cycling.
+    fn large_text(words: &[&str]) -> Vec<u8> {
+        let mut text = Vec::new();
+        while text.len() < FILTER_MIN_BYTES {
+            for word in words {
+                text.extend_from_slice(word.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        text
+    }
+
+    fn query_grams(needle: &str) -> Vec<u32> {
+        let folded: Vec<u8> = needle.bytes().map(fold).collect();
+        long_gram_set(&folded).into_iter().collect()
+    }
+
+    #[test]
+    fn filters_hold_the_long_grams_of_what_the_file_holds() {
+        let small = GramFilter::of(&mut b"small file".to_vec());
+        assert!(small.is_none(), "small files need no filter");
+        let text = large_text(&["let parse_frobnicate_header = 1;", "OTHER_Stuff();"]);
+        let filter = GramFilter::of(&mut text.clone()).expect("large");
+        assert_eq!(
+            filter.bytes(),
+            (text.len() / FILTER_BYTES_PER_BIT).next_power_of_two() / 8
+        );
+        // Folded as the trigrams are: either case finds it.
+        for needle in ["parse_frobnicate_header", "PARSE_FROBNICATE", "other_stuff"] {
+            let grams = query_grams(needle);
+            assert!(!grams.is_empty());
+            assert!(grams.iter().all(|&key| filter.may_hold(key)), "{needle}");
+        }
+    }
+
+    #[test]
+    fn filters_rule_out_a_word_whose_trigrams_are_all_there() {
+        // Every trigram of "handle_request" is in this text, the word is not.
+        let text = large_text(&["xhandlex", "the_request", "le_re", "e_r", "_req"]);
+        let mut scratch = TrigramScratch::default();
+        let trigrams = sorted_trigrams(&mut scratch, &text);
+        let needle = b"handle_request";
+        assert!(
+            needle
+                .windows(3)
+                .all(|w| trigrams.binary_search(&trigram(w[0], w[1], w[2])).is_ok())
+        );
+        let filter = GramFilter::of(&mut text.clone()).expect("large");
+        let grams = query_grams("handle_request");
+        assert!(!grams.iter().all(|&key| filter.may_hold(key)));
     }
 
     #[test]

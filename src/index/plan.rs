@@ -1,5 +1,7 @@
 //! The query planner: from a regex's HIR to a trigram condition that every
-//! file holding a match satisfies, after google/codesearch's analysis.
+//! file holding a match satisfies, after google/codesearch's analysis. Each
+//! string the analysis requires also asks for its long sparse n-grams, which
+//! only large files' filters answer (see `ngram`).
 //!
 //! The plan is built from the same HIR the matcher compiles (regex-syntax,
 //! with the search's case and Unicode settings), so case folding (KELVIN
@@ -12,7 +14,7 @@ use std::collections::BTreeSet;
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-use super::ngram::{indexable, trigram};
+use super::ngram::{GramFilter, indexable, long_grams, trigram};
 
 /// A condition on a file's trigram set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +24,8 @@ pub enum Query {
     /// No file can match.
     Nothing,
     Trigram(u32),
+    /// A sparse n-gram of 4 to 8 bytes, which large files' filters hold.
+    Gram(u32),
     And(Vec<Query>),
     Or(Vec<Query>),
 }
@@ -63,14 +67,17 @@ impl Query {
         }
     }
 
-    /// Whether a file with these sorted trigrams satisfies the condition.
-    pub fn matches_sorted(&self, trigrams: &[u32]) -> bool {
+    /// Whether a file may satisfy the condition, given what is known of it:
+    /// its sorted trigrams and its long-gram filter. What is not known (no
+    /// trigrams given, no filter) is taken as satisfied.
+    pub fn may_match(&self, trigrams: Option<&[u32]>, filter: Option<&GramFilter>) -> bool {
         match self {
             Query::All => true,
             Query::Nothing => false,
-            Query::Trigram(key) => trigrams.binary_search(key).is_ok(),
-            Query::And(parts) => parts.iter().all(|p| p.matches_sorted(trigrams)),
-            Query::Or(parts) => parts.iter().any(|p| p.matches_sorted(trigrams)),
+            Query::Trigram(key) => trigrams.is_none_or(|sorted| sorted.binary_search(key).is_ok()),
+            Query::Gram(key) => filter.is_none_or(|filter| filter.may_hold(*key)),
+            Query::And(parts) => parts.iter().all(|p| p.may_match(trigrams, filter)),
+            Query::Or(parts) => parts.iter().any(|p| p.may_match(trigrams, filter)),
         }
     }
 }
@@ -175,13 +182,17 @@ fn strings_query(set: &Set) -> Query {
     Query::or(set.iter().map(|s| string_query(s)).collect())
 }
 
+/// All trigrams of `text`, and all its long sparse n-grams (within lines).
 fn string_query(text: &[u8]) -> Query {
-    Query::and(
-        text.windows(3)
-            .filter(|w| indexable(w))
-            .map(|w| Query::Trigram(trigram(w[0], w[1], w[2])))
-            .collect(),
-    )
+    let mut parts: Vec<Query> = text
+        .windows(3)
+        .filter(|w| indexable(w))
+        .map(|w| Query::Trigram(trigram(w[0], w[1], w[2])))
+        .collect();
+    for line in text.split(|&byte| byte == b'\n') {
+        long_grams(line, |key| parts.push(Query::Gram(key)));
+    }
+    Query::and(parts)
 }
 
 fn cross(left: &Set, right: &Set) -> Set {
@@ -357,14 +368,35 @@ mod tests {
         Query::Trigram(trigram(b[0], b[1], b[2]))
     }
 
+    /// The trigram part of a plan.
+    fn trigrams_of(query: Query) -> Query {
+        match query {
+            Query::Gram(_) => Query::All,
+            Query::And(parts) => Query::and(parts.into_iter().map(trigrams_of).collect()),
+            Query::Or(parts) => Query::or(parts.into_iter().map(trigrams_of).collect()),
+            other => other,
+        }
+    }
+
+    fn grams_of(query: &Query) -> Vec<u32> {
+        match query {
+            Query::Gram(key) => vec![*key],
+            Query::And(parts) | Query::Or(parts) => parts.iter().flat_map(grams_of).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     #[test]
     fn literals_need_all_their_trigrams() {
         assert_eq!(
-            plan("hello", false, false),
+            trigrams_of(plan("hello", false, false)),
             Query::And(vec![t("hel"), t("ell"), t("llo")])
         );
         // Literal means literal: the dot is a byte to find.
         assert_eq!(plan("a.b", false, false), t("a.b"));
+        // Long enough for long grams: the file filters' part.
+        assert!(!grams_of(&plan("handle_request", false, false)).is_empty());
+        assert!(grams_of(&plan("abc", false, false)).is_empty());
         assert_eq!(plan("ab", false, false), Query::All);
     }
 
@@ -382,28 +414,32 @@ mod tests {
         let mut scratch = super::super::ngram::TrigramScratch::default();
         for text in ["KELVIN", "kelvin", kelvin_sign] {
             let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, text.as_bytes());
-            assert!(query.matches_sorted(&trigrams), "{text}");
+            assert!(query.may_match(Some(&trigrams), None), "{text}");
+            // A large file holding it: its filter agrees.
+            let large = format!("{text}\n").repeat(super::super::ngram::FILTER_MIN_BYTES / 4);
+            let filter = GramFilter::of(&mut large.into_bytes()).expect("large");
+            assert!(query.may_match(None, Some(&filter)), "{text}");
         }
         let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, b"kelvxn");
-        assert!(!query.matches_sorted(&trigrams));
+        assert!(!query.may_match(Some(&trigrams), None));
         let long_s = plan("class", false, true);
         let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, "cla\u{17F}s".as_bytes());
-        assert!(long_s.matches_sorted(&trigrams));
+        assert!(long_s.may_match(Some(&trigrams), None));
     }
 
     #[test]
     fn alternations_and_classes() {
         assert_eq!(
-            plan("foo|bar", true, false),
+            trigrams_of(plan("foo|bar", true, false)),
             Query::Or(vec![t("bar"), t("foo")])
         );
         assert_eq!(
-            plan("fo[ox]", true, false),
+            trigrams_of(plan("fo[ox]", true, false)),
             Query::Or(vec![t("foo"), t("fox")])
         );
         assert_eq!(plan("foo|.", true, false), Query::All);
         assert_eq!(
-            plan(r"fn \w+_discount", true, false),
+            trigrams_of(plan(r"fn \w+_discount", true, false)),
             Query::And(vec![
                 t("fn "),
                 t("_di"),

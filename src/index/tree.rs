@@ -12,7 +12,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::ngram::{TrigramScratch, sorted_trigrams};
+use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
 use super::watch::Changes;
 use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
@@ -42,8 +42,8 @@ impl PartialOrd for PathKey {
 pub enum Content {
     /// Indexed in the base shards under this id.
     Base(u32),
-    /// Indexed since the build: its sorted trigrams.
-    Fresh(Vec<u32>),
+    /// Indexed since the build (or being indexed by it): its grams.
+    Fresh(FileGrams),
     /// Over the searcher's size cap or binary by the searcher's own test,
     /// with a stamp that shows any change: the searcher would skip it, so
     /// it is never a candidate.
@@ -101,7 +101,7 @@ impl Indexer {
 
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
-    /// trusted, and what the index knows of its contents: trigrams
+    /// trusted, and what the index knows of its contents: its grams
     /// ([`Content::Fresh`]) when the file is indexable.
     pub fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Content) {
         let seen_at = SystemTime::now();
@@ -130,7 +130,7 @@ impl Indexer {
             return known(Content::Always);
         }
         self.bytes_read += self.buffer.len() as u64;
-        let content = &self.buffer[..];
+        let content = &mut self.buffer[..];
         // The searcher's own test on the same bytes.
         if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
             return known(Content::Skipped);
@@ -144,13 +144,16 @@ impl Indexer {
             return known(Content::Always);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);
-        known(Content::Fresh(if self.unsorted {
+        let trigrams = if self.unsorted {
             let mut trigrams = Vec::new();
             scratch.distinct(content, &mut trigrams);
             trigrams
         } else {
             sorted_trigrams(scratch, content)
-        }))
+        };
+        // Last, as it folds the contents in place.
+        let filter = GramFilter::of(content);
+        known(Content::Fresh(FileGrams { trigrams, filter }))
     }
 }
 
@@ -231,7 +234,7 @@ impl Ledger {
         let bytes = relative.len()
             + NODE_BYTES
             + match &node.content {
-                Content::Fresh(trigrams) => trigrams.capacity() * 4,
+                Content::Fresh(grams) => grams.bytes(),
                 _ => 0,
             };
         let loose = node.kind == EntryKind::File

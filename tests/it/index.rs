@@ -74,6 +74,20 @@ fn generated_tree(files: usize) -> TempProject {
         );
         project.write(&path, text);
     }
+    // Large files get long-gram filters in the index as well as trigrams.
+    for k in 0..4 {
+        let mut text = String::new();
+        let mut line = 0;
+        while text.len() < 80 * 1024 {
+            for _ in 0..(rng.next() % 6) {
+                text.push_str(rng.pick(WORDS));
+                text.push(' ');
+            }
+            text.push_str(&format!("ident_{}_{line}\n", 7 * k + line % 5));
+            line += 1;
+        }
+        project.write(&format!("large/l{k}.rs"), text);
+    }
     project
         .write(
             "huge.txt",
