@@ -795,7 +795,11 @@ mod tests {
             let mut text = String::new();
             while text.len() < 70 * 1024 {
                 text.push_str(rng.pick(WORDS));
-                text.push_str(if rng.next().is_multiple_of(3) { "\n" } else { " " });
+                text.push_str(if rng.next().is_multiple_of(3) {
+                    "\n"
+                } else {
+                    " "
+                });
             }
             fs::write(root.join(format!("large{k}.txt")), text).unwrap();
         }

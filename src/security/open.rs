@@ -77,12 +77,26 @@ fn plain_names(relative: &Path) -> io::Result<Vec<&OsStr>> {
         .filter(|component| *component != Component::CurDir)
         .map(|component| match component {
             Component::Normal(name) => Ok(name),
-            _ => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "only plain names below the project root can be opened",
-            )),
+            _ => Err(not_plain()),
         })
         .collect()
+}
+
+/// [`plain_names`]' check alone, without collecting the names: the search
+/// opens every file it reads through here.
+#[cfg(unix)]
+fn ensure_plain(relative: &Path) -> io::Result<()> {
+    let plain = relative
+        .components()
+        .all(|component| matches!(component, Component::Normal(_) | Component::CurDir));
+    if plain { Ok(()) } else { Err(not_plain()) }
+}
+
+fn not_plain() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "only plain names below the project root can be opened",
+    )
 }
 
 #[cfg(unix)]
@@ -94,7 +108,7 @@ pub use other::{LastFolder, RootDir};
 #[cfg(unix)]
 mod unix {
     use super::*;
-    use std::ffi::CString;
+    use std::ffi::{CStr, CString};
     use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
 
@@ -175,8 +189,7 @@ mod unix {
         /// for reading, with its metadata. A symlink anywhere on the way, a
         /// folder, a FIFO, socket or device is refused.
         pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
-            let names = plain_names(relative)?;
-            match self.open_beneath(&names, FILE_FLAGS) {
+            match self.open_beneath(relative, FILE_FLAGS) {
                 Ok(fd) => regular_only(File::from(fd)),
                 // Opening a socket (or a device without a driver) says ENXIO.
                 Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
@@ -189,15 +202,15 @@ mod unix {
         /// Looks at the entry at `relative` without following it, through
         /// folders that are not symlinks.
         pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
-            let names = plain_names(relative)?;
-            let Some((last, folders)) = names.split_last() else {
+            ensure_plain(relative)?;
+            let (Some(name), Some(folder)) = (relative.file_name(), relative.parent()) else {
                 return stat_at(self.fd.as_fd(), OsStr::new("."));
             };
-            if folders.is_empty() {
-                return stat_at(self.fd.as_fd(), last);
+            if folder.as_os_str().is_empty() {
+                return stat_at(self.fd.as_fd(), name);
             }
-            let folder = self.open_beneath(folders, FOLDER_FLAGS)?;
-            stat_at(folder.as_fd(), last)
+            let folder = self.open_beneath(folder, FOLDER_FLAGS)?;
+            stat_at(folder.as_fd(), name)
         }
 
         /// [`RootDir::entry_stat`], reusing the folder handle in `last` when
@@ -207,12 +220,11 @@ mod unix {
             relative: &Path,
             last: &mut LastFolder,
         ) -> io::Result<EntryStat> {
-            let names = plain_names(relative)?;
-            let (Some((name, folders)), Some(folder)) = (names.split_last(), relative.parent())
-            else {
+            ensure_plain(relative)?;
+            let (Some(name), Some(folder)) = (relative.file_name(), relative.parent()) else {
                 return self.entry_stat(relative);
             };
-            if folders.is_empty() {
+            if folder.as_os_str().is_empty() {
                 return stat_at(self.fd.as_fd(), name);
             }
             if let Some((held, fd)) = &last.held
@@ -220,22 +232,24 @@ mod unix {
             {
                 return stat_at(fd.as_fd(), name);
             }
-            let fd = self.open_beneath(folders, FOLDER_FLAGS)?;
+            let fd = self.open_beneath(folder, FOLDER_FLAGS)?;
             let stat = stat_at(fd.as_fd(), name);
             last.held = Some((folder.to_path_buf(), fd));
             stat
         }
 
-        fn open_beneath(&self, names: &[&OsStr], flags: libc::c_int) -> io::Result<OwnedFd> {
-            if names.is_empty() {
-                return open_at(self.fd.as_fd(), OsStr::new("."), flags);
-            }
+        /// Opens `relative` (plain names; empty for the root itself).
+        fn open_beneath(&self, relative: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
             #[cfg(target_os = "linux")]
             if self.openat2 {
-                let joined = names.join(OsStr::new("/"));
-                return linux::openat2_beneath(self.fd.as_fd(), &joined, flags);
+                ensure_plain(relative)?;
+                let path = match relative.as_os_str() {
+                    empty if empty.is_empty() => OsStr::new("."),
+                    path => path,
+                };
+                return linux::openat2_beneath(self.fd.as_fd(), path, flags);
             }
-            open_step_by_step(self.fd.as_fd(), names, flags)
+            open_step_by_step(self.fd.as_fd(), &plain_names(relative)?, flags)
         }
     }
 
@@ -268,8 +282,29 @@ mod unix {
         open_at(parent, last, flags)
     }
 
+    /// Calls `with` on `bytes` as a C string, built on the stack when it is
+    /// short: the search opens every file it reads, from several threads,
+    /// and heap allocations there contend for the allocator's lock.
+    pub(super) fn with_c_string<T>(
+        bytes: &[u8],
+        with: impl FnOnce(&CStr) -> io::Result<T>,
+    ) -> io::Result<T> {
+        const ON_STACK: usize = 512;
+        if bytes.len() >= ON_STACK {
+            return with(&CString::new(bytes)?);
+        }
+        let mut buffer = [0u8; ON_STACK];
+        buffer[..bytes.len()].copy_from_slice(bytes);
+        let c_string = CStr::from_bytes_with_nul(&buffer[..=bytes.len()])
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path holds a NUL byte"))?;
+        with(c_string)
+    }
+
     fn open_at(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-        let name = CString::new(name.as_bytes())?;
+        with_c_string(name.as_bytes(), |name| open_at_c(dir, name, flags))
+    }
+
+    fn open_at_c(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
         loop {
             // SAFETY: `dir` is an open descriptor and `name` a valid C string.
             let fd = unsafe {
@@ -291,7 +326,10 @@ mod unix {
     }
 
     fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<EntryStat> {
-        let name = CString::new(name.as_bytes())?;
+        with_c_string(name.as_bytes(), |name| stat_at_c(dir, name))
+    }
+
+    fn stat_at_c(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<EntryStat> {
         // SAFETY: an all-zero `stat` is a valid value to be overwritten.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `dir` is open, `name` is a valid C string, `stat` is writable.
@@ -337,7 +375,10 @@ mod unix {
             relative: &OsStr,
             flags: libc::c_int,
         ) -> io::Result<OwnedFd> {
-            let path = CString::new(relative.as_bytes())?;
+            with_c_string(relative.as_bytes(), |path| openat2_c(root, path, flags))
+        }
+
+        fn openat2_c(root: BorrowedFd<'_>, path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
             // SAFETY: `open_how` is plain data; all-zero is its default.
             let mut how: libc::open_how = unsafe { std::mem::zeroed() };
             how.flags = u64::from((flags | libc::O_NOFOLLOW | libc::O_CLOEXEC).cast_unsigned());
@@ -514,6 +555,26 @@ mod tests {
             root.entry_stat_in(Path::new("a/missing"), &mut last)
                 .is_err()
         );
+    }
+
+    /// Paths are handed to the kernel from a stack buffer when short and
+    /// from the heap when long; both ways, with and without `openat2`.
+    #[cfg(unix)]
+    #[test]
+    fn long_paths_and_nul_bytes() {
+        let long = format!("{}/f.txt", vec!["d".repeat(120); 5].join("/"));
+        assert!(long.len() > 512);
+        let (_d, root) = root_with(&[(long.as_str(), "deep"), ("short.txt", "near")]);
+        let roots = [RootDir::open(root.path()).unwrap(), root.without_openat2()];
+        for root in &roots {
+            for (path, text) in [(long.as_str(), "deep"), ("short.txt", "near")] {
+                let file = root.open_file(Path::new(path)).unwrap().0;
+                assert_eq!(io::read_to_string(file).unwrap(), text);
+                assert_eq!(root.entry_stat(Path::new(path)).unwrap().size, 4);
+            }
+            let error = root.open_file(Path::new("short\0.txt")).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+        }
     }
 
     /// Both ways of opening: `openat2` where the kernel has it, and the
