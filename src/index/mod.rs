@@ -721,11 +721,13 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
         }
     }
     parts.push(builder.finish());
+    indexed.bytes_read = indexer.bytes_read;
+    // Its buffers go before the merge, the build's peak.
+    drop(indexer);
     // One lookup per trigram at query time instead of one per part.
     indexed.base.shard = Shard::merge(parts);
     indexed.base.filters.shrink_to_fit();
     indexed.base.bytes = indexed.base.shard.bytes() + key_bytes + filter_bytes;
-    indexed.bytes_read = indexer.bytes_read;
     Some(indexed)
 }
 
