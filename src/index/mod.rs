@@ -38,6 +38,16 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 /// The shards are merged into one at the end.
 const SHARD_PAIRS: usize = 512 * 1024;
 
+/// Bytes a filter costs beside its bits (its id and box).
+const FILTER_OVERHEAD: usize = 16;
+
+fn log_filters_dropped(limit_bytes: usize) {
+    tracing::info!(
+        "index: large-file filters dropped to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
+        limit_bytes / (1024 * 1024)
+    );
+}
+
 /// What the search asks for, as its matcher will see it.
 #[derive(Debug, Clone, Copy)]
 pub struct ContentQuery<'a> {
@@ -110,6 +120,18 @@ struct BaseIndex {
 }
 
 impl BaseIndex {
+    /// Drops the large files' filters (an aid to speed, never needed for
+    /// exact answers) to save their memory; true if there were any.
+    fn drop_filters(&mut self) -> bool {
+        let freed: usize = self
+            .filters
+            .iter()
+            .map(|(_, f)| f.bytes() + FILTER_OVERHEAD)
+            .sum();
+        self.bytes -= freed.min(self.bytes);
+        !std::mem::take(&mut self.filters).is_empty()
+    }
+
     /// Whether base file `id`'s long grams (when it has a filter) allow a
     /// match of `query`; its trigrams were asked already.
     fn may_match(&self, id: u32, query: &Query) -> bool {
@@ -587,6 +609,11 @@ fn build(shared: &Shared) -> Option<()> {
         live.tree.adopt(&relative, stamp, content);
     }
     live.base = indexed.base;
+    live.indexer.without_filters = indexed.without_filters;
+    if live.bytes() > shared.limit_bytes && live.base.drop_filters() {
+        log_filters_dropped(shared.limit_bytes);
+        live.indexer.without_filters = true;
+    }
     let bytes = live.bytes();
     if bytes > shared.limit_bytes {
         tracing::info!(
@@ -663,6 +690,8 @@ struct Indexed {
     /// Each file read with a stamp that can be trusted, and what it holds.
     files: Vec<(String, Stamp, Content)>,
     bytes_read: u64,
+    /// The filters were dropped to stay within the memory limit.
+    without_filters: bool,
 }
 
 /// Reads and indexes `files` in order, sealing shards as they fill, without
@@ -676,6 +705,7 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
         base: BaseIndex::default(),
         files: Vec::new(),
         bytes_read: 0,
+        without_filters: false,
     };
     let mut parts = Vec::new();
     let (mut sealed_bytes, mut key_bytes, mut filter_bytes) = (0usize, 0usize, 0usize);
@@ -701,7 +731,7 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
                 let id = builder.next_id();
                 builder.add(&trigrams);
                 if let Some(filter) = filter {
-                    filter_bytes += filter.bytes() + 16;
+                    filter_bytes += filter.bytes() + FILTER_OVERHEAD;
                     indexed.base.filters.push((id, filter));
                 }
                 key_bytes += relative.len() + 24;
@@ -712,6 +742,16 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
         };
         indexed.files.push((relative, stamp, content));
         let building = sealed_bytes + key_bytes + filter_bytes + builder.pairs() * 16;
+        if list_bytes + building > shared.limit_bytes && !indexer.without_filters {
+            // The filters go first: the trigrams alone still give exact
+            // answers.
+            log_filters_dropped(shared.limit_bytes);
+            indexer.without_filters = true;
+            indexed.without_filters = true;
+            indexed.base.filters = Vec::new();
+            filter_bytes = 0;
+        }
+        let building = sealed_bytes + key_bytes + builder.pairs() * 16;
         if list_bytes + building > shared.limit_bytes {
             tracing::info!(
                 "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
@@ -814,9 +854,13 @@ mod tests {
     }
 
     fn ready_model(gate: &PathGate) -> TreeModel {
+        ready_model_within(gate, &IndexConfig::default())
+    }
+
+    fn ready_model_within(gate: &PathGate, config: &IndexConfig) -> TreeModel {
         // Stamps younger than the file system's clock tick are not trusted.
         std::thread::sleep(Duration::from_millis(250));
-        let model = TreeModel::open(gate, &IndexConfig::default());
+        let model = TreeModel::open(gate, config);
         for _ in 0..500 {
             if model.is_settled() {
                 break;
@@ -890,6 +934,42 @@ mod tests {
         assert_eq!(
             candidate_names(&model, &gate, &query("the_request")),
             ["decoy.txt", "real.txt", "small.txt"]
+        );
+    }
+
+    #[test]
+    fn over_the_memory_limit_the_filters_go_first_and_answers_stay_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        // Seventeen files of 1.9 MB: their filters (64 KiB each) alone pass
+        // a 1 MB limit that their few trigrams stay far below.
+        let decoy = "xhandlex the_request le_re e_r _req\n".repeat(52_000);
+        fs::write(root.join("decoy.txt"), &decoy).unwrap();
+        for i in 0..16 {
+            let filler: String = (0..100_000).map(|n| format!("{n} filler line\n")).collect();
+            fs::write(root.join(format!("filler{i}.txt")), filler).unwrap();
+        }
+        fs::write(root.join("real.txt"), "handle_request\n").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        let query = ContentQuery {
+            pattern: "handle_request",
+            regex: false,
+            case_insensitive: false,
+        };
+        let roomy = ready_model(&gate);
+        assert_eq!(candidate_names(&roomy, &gate, &query), ["real.txt"]);
+        let tight = ready_model_within(
+            &gate,
+            &IndexConfig {
+                enabled: true,
+                max_memory_mb: 1,
+            },
+        );
+        // Without filters the decoy is a candidate again; the searcher
+        // rejects it, so the answer is the same.
+        assert_eq!(
+            candidate_names(&tight, &gate, &query),
+            ["decoy.txt", "real.txt"]
         );
     }
 

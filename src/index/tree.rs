@@ -89,6 +89,9 @@ pub struct Indexer {
     /// The build hands trigrams to a shard, which sorts them itself; a
     /// file re-indexed later keeps them sorted for lookups.
     pub unsorted: bool,
+    /// No long-gram filters: they were dropped to stay within the memory
+    /// limit.
+    pub without_filters: bool,
 }
 
 impl Indexer {
@@ -152,7 +155,11 @@ impl Indexer {
             sorted_trigrams(scratch, content)
         };
         // Last, as it folds the contents in place.
-        let filter = GramFilter::of(content);
+        let filter = if self.without_filters {
+            None
+        } else {
+            GramFilter::of(content)
+        };
         known(Content::Fresh(FileGrams { trigrams, filter }))
     }
 }
