@@ -30,7 +30,7 @@ use tree::{Content, Indexer, PathKey, Tree, depth};
 use watch::{ChangeWatcher, Changes};
 
 use crate::config::IndexConfig;
-use crate::security::{PathGate, ResolvedPath};
+use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
@@ -41,9 +41,9 @@ const SHARD_PAIRS: usize = 512 * 1024;
 /// Bytes a filter costs beside its bits (its id and box).
 const FILTER_OVERHEAD: usize = 16;
 
-fn log_filters_dropped(limit_bytes: usize) {
+fn log_filters_left_out(limit_bytes: usize) {
     tracing::info!(
-        "index: large-file filters dropped to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
+        "index: large-file filters left out to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
         limit_bytes / (1024 * 1024)
     );
 }
@@ -590,7 +590,7 @@ fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'stat
 /// when cancelled, over the memory limit, or the root cannot be walked.
 fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
-    let (live, files) = list(shared)?;
+    let (live, listed) = list(shared)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms",
         live.tree.entry_count(),
@@ -598,7 +598,7 @@ fn build(shared: &Shared) -> Option<()> {
     );
     let list_bytes = live.bytes();
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    let indexed = index_contents(shared, files, list_bytes)?;
+    let indexed = index_contents(shared, listed, list_bytes)?;
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
         return None;
@@ -611,7 +611,7 @@ fn build(shared: &Shared) -> Option<()> {
     live.base = indexed.base;
     live.indexer.without_filters = indexed.without_filters;
     if live.bytes() > shared.limit_bytes && live.base.drop_filters() {
-        log_filters_dropped(shared.limit_bytes);
+        log_filters_left_out(shared.limit_bytes);
         live.indexer.without_filters = true;
     }
     let bytes = live.bytes();
@@ -635,12 +635,12 @@ fn build(shared: &Shared) -> Option<()> {
 /// Walks the root into a file list (contents not read yet), with the change
 /// watcher started first so that nothing changed meanwhile is missed.
 /// Returns the model without an index and the files to index, in order.
-fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
+fn list(shared: &Shared) -> Option<(Live, Listed)> {
     let root = shared.gate.root();
     let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
     let start = shared.gate.resolve(".").ok()?;
     let mut tree = Tree::new(&shared.gate);
-    let mut files = Vec::new();
+    let mut listed = Listed::default();
     let mut over_limit = false;
     walk::walk_sorted(
         &shared.gate,
@@ -653,7 +653,12 @@ fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
             }
             let node = tree.make_node(found.kind, &found.relative, &found.path, None);
             if node.kind == EntryKind::File && !node.lossy {
-                files.push(found.relative.clone());
+                let size = node.size().unwrap_or(0);
+                if size <= MAX_SEARCHED_BYTES {
+                    listed.bytes += size;
+                    listed.filter_bytes += GramFilter::bytes_for(size) + FILTER_OVERHEAD;
+                }
+                listed.files.push(found.relative.clone());
             }
             tree.insert(found.relative, node);
             if tree.bytes() > shared.limit_bytes {
@@ -681,7 +686,18 @@ fn list(shared: &Shared) -> Option<(Live, Vec<String>)> {
         watcher,
         indexer: Indexer::default(),
     };
-    Some((live, files))
+    Some((live, listed))
+}
+
+/// The files the build will index, in order, and what indexing them is
+/// expected to take.
+#[derive(Default)]
+struct Listed {
+    files: Vec<String>,
+    /// Their bytes, those over the searcher's cap left out.
+    bytes: u64,
+    /// What the large files' filters would take.
+    filter_bytes: usize,
 }
 
 /// What indexing the listed files found, to install in the model.
@@ -697,19 +713,32 @@ struct Indexed {
 /// Reads and indexes `files` in order, sealing shards as they fill, without
 /// holding the model: calls go on meanwhile. `None` when cancelled or over
 /// the memory limit (`list_bytes` being the file list's share).
-fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Option<Indexed> {
+fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<Indexed> {
     let root = shared.gate.root();
     let mut indexer = Indexer::for_build();
     let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
+    // Filters are left out from the start unless the file list, trigrams
+    // of about a tenth of the bytes (6-7 % measured on source trees) and
+    // the filters all fit: building them only to drop them costs the
+    // build most of its time on a large tree.
+    let trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    let without_filters = list_bytes
+        .saturating_add(trigram_estimate)
+        .saturating_add(listed.filter_bytes)
+        > shared.limit_bytes;
+    if without_filters {
+        log_filters_left_out(shared.limit_bytes);
+    }
+    indexer.without_filters = without_filters;
     let mut indexed = Indexed {
         base: BaseIndex::default(),
         files: Vec::new(),
         bytes_read: 0,
-        without_filters: false,
+        without_filters,
     };
     let mut parts = Vec::new();
     let (mut sealed_bytes, mut key_bytes, mut filter_bytes) = (0usize, 0usize, 0usize);
-    for relative in files {
+    for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
         }
@@ -745,7 +774,7 @@ fn index_contents(shared: &Shared, files: Vec<String>, list_bytes: usize) -> Opt
         if list_bytes + building > shared.limit_bytes && !indexer.without_filters {
             // The filters go first: the trigrams alone still give exact
             // answers.
-            log_filters_dropped(shared.limit_bytes);
+            log_filters_left_out(shared.limit_bytes);
             indexer.without_filters = true;
             indexed.without_filters = true;
             indexed.base.filters = Vec::new();

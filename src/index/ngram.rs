@@ -135,6 +135,15 @@ impl GramFilter {
         Some(GramFilter { words })
     }
 
+    /// The bytes [`GramFilter::of`] takes for a file of `len` bytes.
+    pub fn bytes_for(len: u64) -> usize {
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len < FILTER_MIN_BYTES {
+            return 0;
+        }
+        (len / FILTER_BYTES_PER_BIT).next_power_of_two() / 8
+    }
+
     /// Whether the file may hold the gram `key` (false: it surely does not).
     pub fn may_hold(&self, key: u32) -> bool {
         let bits = self.words.len() * 64;
