@@ -38,8 +38,8 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 /// The shards are merged into one at the end.
 const SHARD_PAIRS: usize = 512 * 1024;
 
-/// Bytes a filter costs beside its bits (its id and box).
-const FILTER_OVERHEAD: usize = 16;
+/// What the id table spends per base file besides its path, roughly.
+const KEY_BYTES: usize = 24;
 
 fn log_filters_left_out(limit_bytes: usize) {
     tracing::info!(
@@ -115,21 +115,31 @@ struct BaseIndex {
     keys: Vec<PathKey>,
     /// Sorted by id.
     filters: Vec<(u32, GramFilter)>,
-    /// All three, in bytes.
-    bytes: usize,
+    /// The id table and the filters, in bytes, counted as they grow.
+    key_bytes: usize,
+    filter_bytes: usize,
 }
 
 impl BaseIndex {
+    /// Gives base id `id` to the file `relative`, with its filter if any.
+    fn push(&mut self, id: u32, relative: &str, filter: Option<GramFilter>) {
+        self.key_bytes += relative.len() + KEY_BYTES;
+        self.keys.push(PathKey(relative.to_string()));
+        if let Some(filter) = filter {
+            self.filter_bytes += filter.bytes();
+            self.filters.push((id, filter));
+        }
+    }
+
     /// Drops the large files' filters (an aid to speed, never needed for
     /// exact answers) to save their memory; true if there were any.
     fn drop_filters(&mut self) -> bool {
-        let freed: usize = self
-            .filters
-            .iter()
-            .map(|(_, f)| f.bytes() + FILTER_OVERHEAD)
-            .sum();
-        self.bytes -= freed.min(self.bytes);
+        self.filter_bytes = 0;
         !std::mem::take(&mut self.filters).is_empty()
+    }
+
+    fn bytes(&self) -> usize {
+        self.shard.bytes() + self.key_bytes + self.filter_bytes
     }
 
     /// Whether base file `id`'s long grams (when it has a filter) allow a
@@ -253,24 +263,16 @@ impl TreeModel {
     ) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, max_depth.is_some(), |live, base| {
             let depth_of_start = depth(&start.relative);
-            let picked = |(key, node): &(&PathKey, &tree::Node)| (pick.keep)(&key.0, node.kind);
-            let to_entry =
-                |(key, node): (&PathKey, &tree::Node)| entry(base, &key.0, node, depth_of_start);
+            let picked = |nodes: &mut dyn Iterator<Item = (&PathKey, &tree::Node)>| {
+                nodes
+                    .filter(|(key, node)| (pick.keep)(&key.0, node.kind))
+                    .take(pick.wanted)
+                    .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
+                    .collect()
+            };
             match max_depth {
-                Some(max) => live
-                    .tree
-                    .under_to_depth(&start.relative, max)
-                    .filter(picked)
-                    .take(pick.wanted)
-                    .map(to_entry)
-                    .collect(),
-                None => live
-                    .tree
-                    .under(&start.relative)
-                    .filter(picked)
-                    .take(pick.wanted)
-                    .map(to_entry)
-                    .collect(),
+                Some(max) => picked(&mut live.tree.under_to_depth(&start.relative, max)),
+                None => picked(&mut live.tree.under(&start.relative)),
             }
         })
     }
@@ -385,10 +387,7 @@ impl Live {
         }
         let base = self.base_matches(query).into_iter().filter_map(|id| {
             let key = self.base.keys.get(id as usize)?;
-            if !self.base.may_match(id, query) {
-                return None;
-            }
-            if !tree::is_below(&key.0, dir) || key.0 == dir {
+            if !tree::is_below(&key.0, dir) || key.0 == dir || !self.base.may_match(id, query) {
                 return None;
             }
             // Changed or gone since the build: the loose files or nothing.
@@ -418,7 +417,7 @@ impl Live {
 
     /// The index and the file list, in bytes.
     fn bytes(&self) -> usize {
-        self.base.bytes + self.tree.bytes()
+        self.base.bytes() + self.tree.bytes()
     }
 }
 
@@ -656,7 +655,7 @@ fn list(shared: &Shared) -> Option<(Live, Listed)> {
                 let size = node.size().unwrap_or(0);
                 if size <= MAX_SEARCHED_BYTES {
                     listed.bytes += size;
-                    listed.filter_bytes += GramFilter::bytes_for(size) + FILTER_OVERHEAD;
+                    listed.filter_bytes += GramFilter::bytes_for(size);
                 }
                 listed.files.push(found.relative.clone());
             }
@@ -706,7 +705,7 @@ struct Indexed {
     /// Each file read with a stamp that can be trusted, and what it holds.
     files: Vec<(String, Stamp, Content)>,
     bytes_read: u64,
-    /// The filters were dropped to stay within the memory limit.
+    /// The filters were left out to stay within the memory limit.
     without_filters: bool,
 }
 
@@ -730,14 +729,10 @@ fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<
         log_filters_left_out(shared.limit_bytes);
     }
     indexer.without_filters = without_filters;
-    let mut indexed = Indexed {
-        base: BaseIndex::default(),
-        files: Vec::new(),
-        bytes_read: 0,
-        without_filters,
-    };
+    let mut base = BaseIndex::default();
+    let mut files = Vec::new();
     let mut parts = Vec::new();
-    let (mut sealed_bytes, mut key_bytes, mut filter_bytes) = (0usize, 0usize, 0usize);
+    let mut sealed_bytes = 0;
     for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
@@ -759,29 +754,20 @@ fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);
-                if let Some(filter) = filter {
-                    filter_bytes += filter.bytes() + FILTER_OVERHEAD;
-                    indexed.base.filters.push((id, filter));
-                }
-                key_bytes += relative.len() + 24;
-                indexed.base.keys.push(PathKey(relative.clone()));
+                base.push(id, &relative, filter);
                 Content::Base(id)
             }
             other => other,
         };
-        indexed.files.push((relative, stamp, content));
-        let building = sealed_bytes + key_bytes + filter_bytes + builder.pairs() * 16;
-        if list_bytes + building > shared.limit_bytes && !indexer.without_filters {
+        files.push((relative, stamp, content));
+        let building = list_bytes + sealed_bytes + builder.pairs() * 16;
+        if building + base.bytes() > shared.limit_bytes && base.drop_filters() {
             // The filters go first: the trigrams alone still give exact
             // answers.
             log_filters_left_out(shared.limit_bytes);
             indexer.without_filters = true;
-            indexed.without_filters = true;
-            indexed.base.filters = Vec::new();
-            filter_bytes = 0;
         }
-        let building = sealed_bytes + key_bytes + builder.pairs() * 16;
-        if list_bytes + building > shared.limit_bytes {
+        if building + base.bytes() > shared.limit_bytes {
             tracing::info!(
                 "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
                 shared.limit_bytes / (1024 * 1024)
@@ -790,14 +776,18 @@ fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<
         }
     }
     parts.push(builder.finish());
-    indexed.bytes_read = indexer.bytes_read;
+    let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
     // Its buffers go before the merge, the build's peak.
     drop(indexer);
     // One lookup per trigram at query time instead of one per part.
-    indexed.base.shard = Shard::merge(parts);
-    indexed.base.filters.shrink_to_fit();
-    indexed.base.bytes = indexed.base.shard.bytes() + key_bytes + filter_bytes;
-    Some(indexed)
+    base.shard = Shard::merge(parts);
+    base.filters.shrink_to_fit();
+    Some(Indexed {
+        base,
+        files,
+        bytes_read,
+        without_filters,
+    })
 }
 
 #[cfg(test)]
@@ -941,12 +931,12 @@ mod tests {
 
     #[test]
     fn a_large_file_holding_every_trigram_but_not_the_word_is_no_candidate() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
         let decoy = "xhandlex the_request le_re e_r _req\n".repeat(3000);
-        fs::write(root.join("decoy.txt"), &decoy).unwrap();
-        fs::write(root.join("real.txt"), decoy.clone() + "handle_request\n").unwrap();
-        fs::write(root.join("small.txt"), "xhandlex the_request le_re\n").unwrap();
+        let (_dir, root) = crate::security::temp_root(&[
+            ("decoy.txt", decoy.clone()),
+            ("real.txt", decoy + "handle_request\n"),
+            ("small.txt", "xhandlex the_request le_re\n".to_string()),
+        ]);
         let gate = PathGate::new(root, &[]).unwrap();
         let model = ready_model(&gate);
         let query = |pattern| ContentQuery {
@@ -968,17 +958,20 @@ mod tests {
 
     #[test]
     fn over_the_memory_limit_the_filters_go_first_and_answers_stay_exact() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dunce::canonicalize(dir.path()).unwrap();
         // Seventeen files of 1.9 MB: their filters (64 KiB each) alone pass
         // a 1 MB limit that their few trigrams stay far below.
+        let filler: String = (0..100_000).map(|n| format!("{n} filler line\n")).collect();
+        let names: Vec<String> = (0..16).map(|i| format!("filler{i}.txt")).collect();
+        let mut files: Vec<(&str, &str)> = names
+            .iter()
+            .map(|n| (n.as_str(), filler.as_str()))
+            .collect();
         let decoy = "xhandlex the_request le_re e_r _req\n".repeat(52_000);
-        fs::write(root.join("decoy.txt"), &decoy).unwrap();
-        for i in 0..16 {
-            let filler: String = (0..100_000).map(|n| format!("{n} filler line\n")).collect();
-            fs::write(root.join(format!("filler{i}.txt")), filler).unwrap();
-        }
-        fs::write(root.join("real.txt"), "handle_request\n").unwrap();
+        files.extend([
+            ("decoy.txt", decoy.as_str()),
+            ("real.txt", "handle_request\n"),
+        ]);
+        let (_dir, root) = crate::security::temp_root(&files);
         let gate = PathGate::new(root, &[]).unwrap();
         let query = ContentQuery {
             pattern: "handle_request",

@@ -125,7 +125,7 @@ impl GramFilter {
         // As [`fold`] does.
         content.make_ascii_lowercase();
         let folded = &*content;
-        let bits = (content.len() / FILTER_BYTES_PER_BIT).next_power_of_two();
+        let bits = filter_bits(content.len());
         let mut words = vec![0u64; bits / 64].into_boxed_slice();
         long_grams(folded, |key| {
             for bit in probes(key, bits) {
@@ -135,13 +135,14 @@ impl GramFilter {
         Some(GramFilter { words })
     }
 
-    /// The bytes [`GramFilter::of`] takes for a file of `len` bytes.
+    /// What [`GramFilter::of`] takes for a file of `len` bytes, as
+    /// [`GramFilter::bytes`] counts it; 0 when the file gets none.
     pub fn bytes_for(len: u64) -> usize {
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         if len < FILTER_MIN_BYTES {
             return 0;
         }
-        (len / FILTER_BYTES_PER_BIT).next_power_of_two() / 8
+        filter_bits(len) / 8 + std::mem::size_of::<GramFilter>()
     }
 
     /// Whether the file may hold the gram `key` (false: it surely does not).
@@ -150,9 +151,16 @@ impl GramFilter {
         probes(key, bits).all(|bit| self.words[bit / 64] & (1 << (bit % 64)) != 0)
     }
 
+    /// Its bits and its handle, in bytes.
     pub fn bytes(&self) -> usize {
-        self.words.len() * 8
+        self.words.len() * 8 + std::mem::size_of::<GramFilter>()
     }
+}
+
+/// A filter's size in bits for a file of `len` bytes: a power of two, so
+/// probes are masked rather than divided.
+fn filter_bits(len: usize) -> usize {
+    (len / FILTER_BYTES_PER_BIT).next_power_of_two()
 }
 
 /// The bits of `key` in a filter of `bits` bits (a power of two), by double
@@ -577,10 +585,10 @@ mod tests {
         assert!(small.is_none(), "small files need no filter");
         let text = large_text(&["let parse_frobnicate_header = 1;", "OTHER_Stuff();"]);
         let filter = GramFilter::of(&mut text.clone()).expect("large");
-        assert_eq!(
-            filter.bytes(),
-            (text.len() / FILTER_BYTES_PER_BIT).next_power_of_two() / 8
-        );
+        let bits = (text.len() / FILTER_BYTES_PER_BIT).next_power_of_two();
+        assert_eq!(filter.bytes(), bits / 8 + std::mem::size_of::<GramFilter>());
+        assert_eq!(GramFilter::bytes_for(text.len() as u64), filter.bytes());
+        assert_eq!(GramFilter::bytes_for(FILTER_MIN_BYTES as u64 - 1), 0);
         // Folded as the trigrams are: either case finds it.
         for needle in ["parse_frobnicate_header", "PARSE_FROBNICATE", "other_stuff"] {
             let grams = query_grams(needle);
