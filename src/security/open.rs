@@ -189,7 +189,8 @@ mod unix {
         /// for reading, with its metadata. A symlink anywhere on the way, a
         /// folder, a FIFO, socket or device is refused.
         pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
-            match self.open_beneath(relative, FILE_FLAGS) {
+            ensure_plain(relative)?;
+            match self.open_checked(relative, FILE_FLAGS) {
                 Ok(fd) => regular_only(File::from(fd)),
                 // Opening a socket (or a device without a driver) says ENXIO.
                 Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
@@ -202,15 +203,7 @@ mod unix {
         /// Looks at the entry at `relative` without following it, through
         /// folders that are not symlinks.
         pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
-            ensure_plain(relative)?;
-            let (Some(name), Some(folder)) = (relative.file_name(), relative.parent()) else {
-                return stat_at(self.fd.as_fd(), OsStr::new("."));
-            };
-            if folder.as_os_str().is_empty() {
-                return stat_at(self.fd.as_fd(), name);
-            }
-            let folder = self.open_beneath(folder, FOLDER_FLAGS)?;
-            stat_at(folder.as_fd(), name)
+            self.stat_through(relative, None)
         }
 
         /// [`RootDir::entry_stat`], reusing the folder handle in `last` when
@@ -220,29 +213,41 @@ mod unix {
             relative: &Path,
             last: &mut LastFolder,
         ) -> io::Result<EntryStat> {
+            self.stat_through(relative, Some(last))
+        }
+
+        fn stat_through(
+            &self,
+            relative: &Path,
+            last: Option<&mut LastFolder>,
+        ) -> io::Result<EntryStat> {
             ensure_plain(relative)?;
             let (Some(name), Some(folder)) = (relative.file_name(), relative.parent()) else {
-                return self.entry_stat(relative);
+                return stat_at(self.fd.as_fd(), OsStr::new("."));
             };
             if folder.as_os_str().is_empty() {
                 return stat_at(self.fd.as_fd(), name);
             }
-            if let Some((held, fd)) = &last.held
-                && held == folder
+            if let Some((_, fd)) = last
+                .as_ref()
+                .and_then(|last| last.held.as_ref())
+                .filter(|(held, _)| held == folder)
             {
                 return stat_at(fd.as_fd(), name);
             }
-            let fd = self.open_beneath(folder, FOLDER_FLAGS)?;
+            let fd = self.open_checked(folder, FOLDER_FLAGS)?;
             let stat = stat_at(fd.as_fd(), name);
-            last.held = Some((folder.to_path_buf(), fd));
+            if let Some(last) = last {
+                last.held = Some((folder.to_path_buf(), fd));
+            }
             stat
         }
 
-        /// Opens `relative` (plain names; empty for the root itself).
-        fn open_beneath(&self, relative: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+        /// Opens `relative`, whose names [`ensure_plain`] accepted (empty
+        /// for the root itself).
+        fn open_checked(&self, relative: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
             #[cfg(target_os = "linux")]
             if self.openat2 {
-                ensure_plain(relative)?;
                 let path = match relative.as_os_str() {
                     empty if empty.is_empty() => OsStr::new("."),
                     path => path,
