@@ -338,16 +338,13 @@ impl TreeModel {
             live.sweep_owed = true;
             return None;
         };
-        if changed > 0 {
-            let bytes = live.bytes();
-            if bytes > self.shared.limit_bytes {
-                tracing::info!(
-                    "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
-                    bytes / (1024 * 1024)
-                );
-                *state = State::Off;
-                return None;
-            }
+        if changed > 0 && !live.fits(self.shared.limit_bytes) {
+            tracing::info!(
+                "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
+                live.bytes() / (1024 * 1024)
+            );
+            *state = State::Off;
+            return None;
         }
         let expected = if start.relative == "." {
             root.to_path_buf()
@@ -418,6 +415,16 @@ impl Live {
     /// The index and the file list, in bytes.
     fn bytes(&self) -> usize {
         self.base.bytes() + self.tree.bytes()
+    }
+
+    /// Whether the model fits in `limit_bytes`; the build's filters go
+    /// first when it does not (the trigrams alone still answer exactly).
+    fn fits(&mut self, limit_bytes: usize) -> bool {
+        if self.bytes() > limit_bytes && self.base.drop_filters() {
+            log_filters_left_out(limit_bytes);
+            self.indexer.without_filters = true;
+        }
+        self.bytes() <= limit_bytes
     }
 }
 
@@ -609,18 +616,14 @@ fn build(shared: &Shared) -> Option<()> {
     }
     live.base = indexed.base;
     live.indexer.without_filters = indexed.without_filters;
-    if live.bytes() > shared.limit_bytes && live.base.drop_filters() {
-        log_filters_left_out(shared.limit_bytes);
-        live.indexer.without_filters = true;
-    }
-    let bytes = live.bytes();
-    if bytes > shared.limit_bytes {
+    if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
-            bytes / (1024 * 1024)
+            live.bytes() / (1024 * 1024)
         );
         return None;
     }
+    let bytes = live.bytes();
     tracing::debug!(
         "index ready: {read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
         indexed.bytes_read,
