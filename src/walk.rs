@@ -120,28 +120,34 @@ pub fn walk(
 ) -> io::Result<Vec<Entry>> {
     ensure_readable(start)?;
     let (sender, receiver) = mpsc::channel();
-    builder(gate, start, max_depth, options.include_ignored)
-        .threads(worker_threads())
-        .build_parallel()
-        .run(|| {
-            let sender = sender.clone();
-            let gate = gate.clone();
-            let mut last = LastFolder::default();
-            let cancel = options.cancel.clone();
-            Box::new(move |result| {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                if let Some(entry) = result
-                    .ok()
-                    .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
-                {
-                    // The receiver outlives the walk; a send cannot fail.
-                    let _ = sender.send(entry);
-                }
-                WalkState::Continue
-            })
-        });
+    builder(
+        gate,
+        start,
+        max_depth,
+        options.include_ignored,
+        Folders::Confirmed,
+    )
+    .threads(worker_threads())
+    .build_parallel()
+    .run(|| {
+        let sender = sender.clone();
+        let gate = gate.clone();
+        let mut last = LastFolder::default();
+        let cancel = options.cancel.clone();
+        Box::new(move |result| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            if let Some(entry) = result
+                .ok()
+                .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
+            {
+                // The receiver outlives the walk; a send cannot fail.
+                let _ = sender.send(entry);
+            }
+            WalkState::Continue
+        })
+    });
     drop(sender);
     let mut entries: Vec<Entry> = receiver.into_iter().collect();
     entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
@@ -181,10 +187,51 @@ pub fn walk_sorted(
     start: &ResolvedPath,
     max_depth: Option<usize>,
     options: &WalkOptions,
+    visit: impl FnMut(Entry) -> ControlFlow<()>,
+) -> io::Result<()> {
+    sorted(gate, start, max_depth, options, Folders::Confirmed, visit)
+}
+
+/// [`walk_sorted`] for a caller that only opens the files it is given, each
+/// through [`Entry::open`], and shows no other name (the search): folders
+/// are not confirmed on the way down (three system calls each), since a
+/// file listed through a swapped folder fails that open, which resolves
+/// the whole path beneath the root without following symlinks.
+pub fn walk_files_to_open(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    options: &WalkOptions,
+    visit: impl FnMut(Entry) -> ControlFlow<()>,
+) -> io::Result<()> {
+    sorted(
+        gate,
+        start,
+        None,
+        options,
+        Folders::OpenedFilesConfirm,
+        visit,
+    )
+}
+
+/// Whether a folder is confirmed (see the module notes) before the walk
+/// descends into it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Folders {
+    Confirmed,
+    /// The caller confirms each file when it opens it.
+    OpenedFilesConfirm,
+}
+
+fn sorted(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    max_depth: Option<usize>,
+    options: &WalkOptions,
+    folders: Folders,
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> io::Result<()> {
     ensure_readable(start)?;
-    let walker = builder(gate, start, max_depth, options.include_ignored)
+    let walker = builder(gate, start, max_depth, options.include_ignored, folders)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
@@ -226,6 +273,7 @@ fn builder(
     start: &ResolvedPath,
     max_depth: Option<usize>,
     include_ignored: bool,
+    folders: Folders,
 ) -> WalkBuilder {
     let root = gate.root().to_path_buf();
     let rules = (!include_ignored).then(|| ignore_rules::RuleTree::new(gate, &start.real));
@@ -242,7 +290,7 @@ fn builder(
         .follow_links(false)
         .max_depth(max_depth)
         .filter_entry(move |entry| {
-            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, rules.as_ref())
+            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, rules.as_ref(), folders)
         });
     builder
 }
@@ -261,6 +309,7 @@ fn is_visible(
     root: &Path,
     gate: &PathGate,
     rules: Option<&ignore_rules::RuleTree>,
+    folders: Folders,
 ) -> bool {
     let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
     if let Some(rules) = rules {
@@ -275,8 +324,10 @@ fn is_visible(
     // other entries are checked in `to_entry`, which needs their relative
     // path anyway.
     !is_dir
-        || relative_to(root, entry.path())
-            .is_some_and(|relative| !gate.is_denied(&relative) && confirmed(gate, entry))
+        || relative_to(root, entry.path()).is_some_and(|relative| {
+            !gate.is_denied(&relative)
+                && (folders == Folders::OpenedFilesConfirm || confirmed(gate, entry))
+        })
 }
 
 /// The entry, looked at through the root handle without following
@@ -575,5 +626,34 @@ mod tests {
         assert!(!names(&entries).iter().any(|n| n.contains("secret")));
         assert!(names(&entries).contains(&"src/loop"));
         drop(dir);
+    }
+
+    /// The search's walk leaves folders to the opens: a file listed before
+    /// its folder was swapped for a symlink to an outside folder holding the
+    /// same name cannot be opened.
+    #[test]
+    #[cfg(unix)]
+    fn files_listed_through_a_swapped_folder_fail_to_open() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve(".").unwrap();
+        let mut listed = Vec::new();
+        walk_files_to_open(&gate, &start, &WalkOptions::default(), |entry| {
+            listed.push(entry);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let lib = listed.iter().find(|e| e.relative == "src/lib.rs").unwrap();
+        assert!(lib.open(&gate).is_ok());
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("lib.rs"), "outside").unwrap();
+        fs::rename(gate.root().join("src"), gate.root().join("src.moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), gate.root().join("src")).unwrap();
+        assert!(lib.open(&gate).is_err());
+        // Even with the inode check left out, the open itself refuses it.
+        let unchecked = Entry {
+            ino: None,
+            ..lib.clone()
+        };
+        assert!(unchecked.open(&gate).is_err());
     }
 }

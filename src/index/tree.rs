@@ -14,7 +14,9 @@ use std::time::SystemTime;
 
 use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
 use super::watch::Changes;
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
+use crate::security::{
+    MAX_SEARCHED_BYTES, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary, read_searchable,
+};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -121,19 +123,11 @@ impl Indexer {
         if metadata.len() > MAX_SEARCHED_BYTES {
             return known(Content::Skipped);
         }
-        self.buffer.clear();
-        self.buffer.reserve(metadata.len() as usize + 1);
-        let limit = MAX_SEARCHED_BYTES + 1;
-        if (&mut file)
-            .take(limit)
-            .read_to_end(&mut self.buffer)
-            .is_err()
-            || self.buffer.len() as u64 >= limit
-        {
+        let Some(length) = read_searchable(&mut file, metadata.len(), &mut self.buffer) else {
             return known(Content::Always);
-        }
-        self.bytes_read += self.buffer.len() as u64;
-        let content = &mut self.buffer[..];
+        };
+        self.bytes_read += length as u64;
+        let content = &mut self.buffer[..length];
         // The searcher's own test on the same bytes.
         if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
             return known(Content::Skipped);

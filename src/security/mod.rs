@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-pub use open::{EntryStat, LastFolder, MAX_SEARCHED_BYTES, RootDir, SNIFF_BYTES, looks_binary};
+pub use open::{
+    EntryStat, LastFolder, MAX_SEARCHED_BYTES, RootDir, SNIFF_BYTES, looks_binary, read_searchable,
+};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -197,7 +199,11 @@ impl PathGate {
     /// "missing"). Existence only shrinks along a path, so a binary search
     /// finds that ancestor with a logarithmic number of lookups.
     fn missing_or_escape(&self, components: &[String], relative: String) -> PathError {
-        let canonical = |count: usize| dunce::canonicalize(self.spelled(&components[..count])).ok();
+        // The root is canonical already: no lookups for it.
+        let canonical = |count: usize| match count {
+            0 => Some(self.root.clone()),
+            _ => dunce::canonicalize(self.spelled(&components[..count])).ok(),
+        };
         let (mut exists, mut missing) = (0, components.len());
         let mut deepest = None;
         while missing - exists > 1 {

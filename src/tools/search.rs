@@ -15,7 +15,6 @@
 //! too little. The cancel flag is checked per entry, per file and per match.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
@@ -31,7 +30,7 @@ use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len}
 use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::{ContentQuery, TreeModel};
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, SNIFF_BYTES, looks_binary};
+use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -415,26 +414,17 @@ impl Plan {
     }
 }
 
-/// Reads an opened regular file of at most [`MAX_SEARCHED_BYTES`] into
-/// `buffer` and returns its length; `None` for anything else.
-///
-/// The size comes from the open file (one `fstat`, no `stat` by path), and
-/// room for the whole file is reserved first, so one read fills it and the
-/// next shows the end; the buffer's spare room is never zeroed, and it is
-/// reused from file to file.
+/// Reads an opened regular file into `buffer` (see
+/// [`read_searchable`]); `None` for anything else.
 fn read_capped(
-    file: std::fs::File,
+    mut file: std::fs::File,
     metadata: &std::fs::Metadata,
     buffer: &mut Vec<u8>,
 ) -> Option<usize> {
-    if !metadata.is_file() || metadata.len() > MAX_SEARCHED_BYTES {
+    if !metadata.is_file() {
         return None;
     }
-    buffer.clear();
-    buffer.reserve(metadata.len() as usize + 1);
-    // One byte beyond the cap shows a file that grew past it since the fstat.
-    file.take(MAX_SEARCHED_BYTES + 1).read_to_end(buffer).ok()?;
-    (buffer.len() as u64 <= MAX_SEARCHED_BYTES).then_some(buffer.len())
+    read_searchable(&mut file, metadata.len(), buffer)
 }
 
 struct CollectSink<'a> {
@@ -610,7 +600,7 @@ fn search_tree(
                 }
                 Ok(())
             }
-            None => walk::walk_sorted(gate, start, None, options, &mut visit),
+            None => walk::walk_files_to_open(gate, start, options, &mut visit),
         };
         if !batch.is_empty() && !halted() {
             // Fails only when every worker has gone, and then nothing waits.
@@ -1145,27 +1135,13 @@ mod tests {
     }
 
     #[test]
-    fn reads_whole_files_up_to_the_cap_and_reuses_the_buffer() {
-        let cap = MAX_SEARCHED_BYTES as usize;
+    fn files_up_to_the_cap_are_searched_and_larger_ones_skipped() {
+        let cap = crate::security::MAX_SEARCHED_BYTES as usize;
         let at_cap = format!("{}needle\n", "x".repeat(cap - 7));
         let (_d, gate) = project(&[
             ("at_cap.txt", &at_cap),
             ("over_cap.txt", &format!("{at_cap}y")),
-            ("small.txt", "small\n"),
         ]);
-        let root = gate.root();
-        let mut buffer = Vec::new();
-        let mut read = |name: &str| {
-            let (file, metadata) = gate.open_file_with_metadata(&root.join(name)).unwrap();
-            read_capped(file, &metadata, &mut buffer)
-        };
-        assert_eq!(read("at_cap.txt"), Some(cap));
-        assert_eq!(read("over_cap.txt"), None);
-        assert_eq!(read("small.txt"), Some(6));
-        assert_eq!(buffer, b"small\n");
-        // The room of the largest file is kept for the next one.
-        assert!(buffer.capacity() > cap);
-        assert!(gate.open_file(root).is_err(), "folders are not opened");
         let found = search(&gate, &input("needle")).unwrap();
         assert_eq!(lines(&found), vec![("at_cap.txt".into(), 1)]);
     }

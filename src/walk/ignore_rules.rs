@@ -23,6 +23,7 @@
 //! of each doing it.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -86,7 +87,10 @@ impl Chain {
 pub struct RuleTree {
     gate: PathGate,
     start: PathBuf,
-    chains: RwLock<HashMap<PathBuf, Arc<Chain>>>,
+    /// By the folder's path as bytes: every entry of the walk is looked up
+    /// here, and hashing or comparing a `Path` splits it into parts (the
+    /// walk's paths are already in one spelling).
+    chains: RwLock<HashMap<OsString, Arc<Chain>>>,
 }
 
 impl RuleTree {
@@ -103,7 +107,7 @@ impl RuleTree {
             }
         }
         let mut chains = HashMap::new();
-        chains.insert(start.to_path_buf(), chain);
+        chains.insert(start.as_os_str().to_owned(), chain);
         RuleTree {
             gate: gate.clone(),
             start: start.to_path_buf(),
@@ -121,7 +125,8 @@ impl RuleTree {
     /// The walk admits a folder before it lists it, so its parent's chain
     /// is usually there already.
     fn chain(&self, folder: &Path) -> Arc<Chain> {
-        if let Some(chain) = self.chains.read().ok().and_then(|c| c.get(folder).cloned()) {
+        let key = folder.as_os_str();
+        if let Some(chain) = self.chains.read().ok().and_then(|c| c.get(key).cloned()) {
             return chain;
         }
         let parent = match folder.parent() {
@@ -133,7 +138,7 @@ impl RuleTree {
         };
         let chain = Chain::new(&self.gate, folder, Some(parent));
         if let Ok(mut chains) = self.chains.write() {
-            chains.insert(folder.to_path_buf(), chain.clone());
+            chains.insert(key.to_owned(), chain.clone());
         }
         chain
     }
@@ -142,7 +147,7 @@ impl RuleTree {
         self.chains
             .read()
             .ok()
-            .and_then(|chains| chains.get(&self.start).cloned())
+            .and_then(|chains| chains.get(self.start.as_os_str()).cloned())
             .unwrap_or_else(|| {
                 Arc::new(Chain {
                     ignore: None,
