@@ -290,7 +290,7 @@ fn compare(settings: &Settings, gate: &PathGate, query: &Query) -> Row {
 
 fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
     // The scan itself: no tree model.
-    let no_model = TreeModel::open(
+    let no_model = TreeModel::new(
         gate,
         &IndexConfig {
             enabled: false,

@@ -40,7 +40,7 @@ impl Project {
             .unwrap_or_else(|| root.join("docs"));
         let docs = docs_folder(&gate, &docs_location);
         let checks = CheckCatalog::detect(config, &gate);
-        let model = TreeModel::open(&gate, &config.index);
+        let model = TreeModel::new(&gate, &config.index);
         Ok(Self {
             model,
             gate,
@@ -98,12 +98,17 @@ impl ProjectSlot {
         }
     }
 
+    /// The project for a call; its model's build starts now if the
+    /// session's start did not start it (a client that never sent
+    /// `initialized`).
     pub async fn get(&self) -> Arc<Project> {
         let mut receiver = self.resolving.subscribe();
         if *receiver.borrow() {
             let _ = tokio::time::timeout(ROOTS_WAIT, receiver.wait_for(|busy| !busy)).await;
         }
-        self.current.read().await.clone()
+        let project = self.current.read().await.clone();
+        project.model.start();
+        project
     }
 
     /// The current project without waiting for a pending roots answer.
@@ -111,7 +116,10 @@ impl ProjectSlot {
         self.current.read().await.clone()
     }
 
+    /// Puts `project` in place; the session is up, so its model's build
+    /// starts at once.
     pub async fn replace(&self, project: Project) {
+        project.model.start();
         *self.current.write().await = Arc::new(project);
     }
 

@@ -358,15 +358,19 @@ impl ProjectHelper {
         let wanted = peer
             .peer_info()
             .is_some_and(|info| self.wants_client_roots(&info.capabilities));
+        let helper = self.clone();
         if !wanted {
             self.project.set_resolving(false);
+            tokio::spawn(async move { helper.project.current().await.model.start() });
             return;
         }
         self.project.set_resolving(true);
-        let helper = self.clone();
         tokio::spawn(async move {
             helper.adopt_client_root(&peer).await;
             helper.project.set_resolving(false);
+            // The build starts once the root is settled: a model of a root
+            // the client's roots replace would be built for nothing.
+            helper.project.current().await.model.start();
         });
     }
 

@@ -75,6 +75,8 @@ impl Pick<'_> {
 /// One project's model; dropping it stops a build in progress.
 pub struct TreeModel {
     shared: Arc<Shared>,
+    /// Whether [`TreeModel::start`] has run (or there is nothing to build).
+    started: AtomicBool,
 }
 
 struct Shared {
@@ -172,9 +174,9 @@ impl Drop for TreeModel {
 }
 
 impl TreeModel {
-    /// Starts building the model of `gate`'s root on a low-priority thread;
-    /// calls answer `None` until it is ready.
-    pub fn open(gate: &PathGate, config: &IndexConfig) -> Self {
+    /// The model of `gate`'s root, not built yet: calls answer `None` until
+    /// [`TreeModel::start`] has built it.
+    pub fn new(gate: &PathGate, config: &IndexConfig) -> Self {
         let shared = Arc::new(Shared {
             gate: gate.clone(),
             limit_bytes: usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024))
@@ -187,28 +189,39 @@ impl TreeModel {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(config.enabled),
         });
-        if config.enabled {
-            let building = shared.clone();
-            let spawned = std::thread::Builder::new()
-                .name("index-build".into())
-                .spawn(move || {
-                    lower_priority();
-                    if build(&building).is_none()
-                        && let Ok(mut state) = building.state.lock()
-                    {
-                        *state = State::Off;
-                    }
-                    building.building.store(false, Ordering::Release);
-                });
-            if spawned.is_err() {
-                tracing::warn!("index: cannot start the build thread; searches scan the tree");
-                shared.building.store(false, Ordering::Release);
-                if let Ok(mut state) = shared.state.lock() {
+        Self {
+            shared,
+            started: AtomicBool::new(!config.enabled),
+        }
+    }
+
+    /// Starts the build on a low-priority thread, once; later calls do
+    /// nothing. The server starts it when the session is up, so that the
+    /// build does not compete with the handshake (or go to waste on a root
+    /// the client's roots replace).
+    pub fn start(&self) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let building = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("index-build".into())
+            .spawn(move || {
+                lower_priority();
+                if build(&building).is_none()
+                    && let Ok(mut state) = building.state.lock()
+                {
                     *state = State::Off;
                 }
+                building.building.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            tracing::warn!("index: cannot start the build thread; searches scan the tree");
+            self.shared.building.store(false, Ordering::Release);
+            if let Ok(mut state) = self.shared.state.lock() {
+                *state = State::Off;
             }
         }
-        Self { shared }
     }
 
     /// A model that never answers: tools then walk, as without one.
@@ -222,6 +235,7 @@ impl TreeModel {
                 cancelled: AtomicBool::new(false),
                 building: AtomicBool::new(false),
             }),
+            started: AtomicBool::new(true),
         }
     }
 
@@ -882,7 +896,8 @@ mod tests {
     fn ready_model_within(gate: &PathGate, config: &IndexConfig) -> TreeModel {
         // Stamps younger than the file system's clock tick are not trusted.
         std::thread::sleep(Duration::from_millis(250));
-        let model = TreeModel::open(gate, config);
+        let model = TreeModel::new(gate, config);
+        model.start();
         for _ in 0..500 {
             if model.is_settled() {
                 break;
@@ -1324,7 +1339,8 @@ mod tests {
                 max_memory_mb: 256,
             },
         ] {
-            let model = TreeModel::open(&gate, &config);
+            let model = TreeModel::new(&gate, &config);
+            model.start();
             for _ in 0..500 {
                 if model.is_settled() {
                     break;
