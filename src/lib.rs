@@ -2,7 +2,7 @@
 //!
 //! Arrows point down: `main` -> `server` -> `tools` -> the core. The core
 //! is `security` (the one path gate), `walk` and `glob` (the one walker and
-//! its matcher), `index` (the live model of the tree behind them), `runner` (the one process runner), `checks` (the check
+//! its matcher), `matcher` (the search's line matcher), `index` (the live model of the tree behind them), `runner` (the one process runner), `checks` (the check
 //! catalog), `config` (resolved once at start-up) and `project` (what the
 //! tools work on). `tools` has one protocol-free module per tool; `server`
 //! registers them and converts results; `main`, `report` and
@@ -16,6 +16,7 @@ pub mod glob;
 pub mod hosts;
 pub mod index;
 pub mod logging;
+pub mod matcher;
 pub mod project;
 pub mod report;
 pub mod runner;

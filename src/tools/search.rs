@@ -21,7 +21,6 @@ use std::sync::{Condvar, Mutex, mpsc};
 use std::time::Duration;
 
 use grep_matcher::Matcher;
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -30,6 +29,7 @@ use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len}
 use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
 use crate::index::{ContentQuery, TreeModel};
+use crate::matcher::{self, LineMatcher};
 use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
@@ -45,9 +45,6 @@ pub const MAX_LINE_CHARS: usize = 300;
 pub const MAX_RESULT_CHARS: usize = 400_000;
 /// Largest `offset`: paging deeper means scanning that many results first.
 pub const MAX_OFFSET: usize = 10_000;
-/// Compiled size limits for the regex (and its lazy DFA, per thread).
-const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
-const REGEX_DFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
 /// Files the walk hands to a search thread at once: one at a time put the
 /// threads to sleep and woke them (a futex call each) for about every file.
 /// The stop flag is still checked before each file.
@@ -312,7 +309,7 @@ pub fn search(
     Ok(output)
 }
 
-fn build_matcher(input: &SearchInput) -> Result<RegexMatcher, ToolError> {
+fn build_matcher(input: &SearchInput) -> Result<LineMatcher, ToolError> {
     if input.query.is_empty() {
         return Err(ToolError::invalid(
             "query is empty; give the text (or, with regex=true, the pattern) to search for",
@@ -323,28 +320,21 @@ fn build_matcher(input: &SearchInput) -> Result<RegexMatcher, ToolError> {
             "query spans several lines; search matches within one line, so give a single-line query",
         ));
     }
-    RegexMatcherBuilder::new()
-        .case_insensitive(!input.case_sensitive)
-        .fixed_strings(!input.regex)
-        .line_terminator(Some(b'\n'))
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
-        .build(&input.query)
-        .map_err(|error| {
-            let detail = error.to_string().replace('\n', " ");
-            let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
-            let detail = cut_chars(&detail, 300).0;
-            ToolError::invalid(format!(
-                "invalid regex {:?}: {detail}; use Rust regex syntax (compiled size at most {} MiB, so avoid large repetitions like \\w{{1000}}), or regex=false for a plain substring",
-                cut_chars(&input.query, 100).0,
-                REGEX_SIZE_LIMIT / (1024 * 1024)
-            ))
-        })
+    LineMatcher::new(&input.query, !input.regex, !input.case_sensitive).map_err(|error| {
+        let detail = error.replace('\n', " ");
+        let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+        let detail = cut_chars(&detail, 300).0;
+        ToolError::invalid(format!(
+            "invalid regex {:?}: {detail}; use Rust regex syntax (compiled size at most {} MiB, so avoid large repetitions like \\w{{1000}}), or regex=false for a plain substring",
+            cut_chars(&input.query, 100).0,
+            matcher::SIZE_LIMIT / (1024 * 1024)
+        ))
+    })
 }
 
 /// The per-call search settings shared by all worker threads.
 struct Plan {
-    matcher: RegexMatcher,
+    matcher: LineMatcher,
     mode: OutputMode,
     context: usize,
     offset: usize,

@@ -1,0 +1,561 @@
+//! The line matcher behind search: a query (a literal or a Rust regex, in
+//! either case mode) compiled for grep-searcher's line-by-line search.
+//!
+//! It matches as grep-regex's matcher does (the same parser settings, line
+//! breaks taken out of classes, and no line terminator promised to the
+//! searcher when the pattern holds `\A` or `\z`, so that it then searches
+//! line by line), without one cost: grep-regex builds a full DFA for every
+//! regex of up to 1,000 NFA states (ripgrep's setting, with no switch to
+//! skip it), 0.2 to 30 ms per call, more than an indexed search spends
+//! reading its candidates. The lazy DFA that remains builds only the states
+//! a haystack needs and scans as fast. A differential test against
+//! grep-regex (below) keeps the answers the same.
+
+use grep_matcher::{LineMatchKind, LineTerminator, Match, Matcher, NoCaptures, NoError};
+use regex_automata::meta::{self, Regex};
+use regex_automata::{Input, MatchKind};
+use regex_syntax::hir::{self, Hir, HirKind};
+
+/// Compiled size limit of one query (its NFA).
+pub const SIZE_LIMIT: usize = 10 * 1024 * 1024;
+/// Room for the lazy DFA's states, per search thread.
+const LAZY_DFA_CACHE: usize = 2 * 1024 * 1024;
+/// Nesting depth the parser accepts (grep-regex's).
+const NEST_LIMIT: u32 = 250;
+
+/// A query compiled for one search; cheap to clone (the compiled program is
+/// shared, each clone keeps its own scratch space).
+#[derive(Clone, Debug)]
+pub struct LineMatcher {
+    regex: Regex,
+    /// Finds the lines that may match (they hold one of the literals every
+    /// match holds) when the regex alone would run its automaton over every
+    /// byte: `\w+_parse_\w+` is twice as fast this way.
+    candidate_lines: Option<Regex>,
+    /// `\n`, unless the pattern is anchored to the whole haystack (`\A`,
+    /// `\z`): then the searcher hands it one line at a time.
+    line_terminator: Option<LineTerminator>,
+}
+
+impl LineMatcher {
+    /// Compiles `query`: a regex, or with `literal` a plain substring.
+    /// The error says what is wrong with the pattern.
+    pub fn new(query: &str, literal: bool, case_insensitive: bool) -> Result<Self, String> {
+        let pattern = if literal {
+            format!("(?:{})", regex_syntax::escape(query))
+        } else {
+            format!("(?:{query})")
+        };
+        let hir = regex_syntax::ParserBuilder::new()
+            .nest_limit(NEST_LIMIT)
+            .octal(false)
+            .utf8(false)
+            .case_insensitive(case_insensitive)
+            .unicode(true)
+            .build()
+            .parse(&pattern)
+            .map_err(|error| error.to_string())?;
+        let hir = without_line_breaks(hir)?;
+        let anchored = hir.properties().look_set().contains_anchor_haystack();
+        let config = meta::Config::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .utf8_empty(false)
+            .nfa_size_limit(Some(SIZE_LIMIT))
+            .onepass_size_limit(Some(SIZE_LIMIT))
+            .dfa(false)
+            .hybrid_cache_capacity(LAZY_DFA_CACHE);
+        let build = |hir: &Hir| {
+            meta::Builder::new()
+                .configure(config.clone())
+                .build_from_hir(hir)
+                .map_err(|error| error.to_string())
+        };
+        let regex = build(&hir)?;
+        // As grep-regex decides: only where the regex has no fast literal
+        // search of its own, or a Unicode word boundary may make it give up
+        // its lazy DFA; and never for a pattern anchored to the haystack,
+        // which is searched line by line anyway.
+        let wanted = !anchored
+            && !hir.properties().is_alternation_literal()
+            && (!regex.is_accelerated() || hir.properties().look_set().contains_word_unicode());
+        let candidate_lines = match wanted.then(|| required_literals(&hir)).flatten() {
+            Some(literals) => Some(build(&Hir::alternation(
+                literals.into_iter().map(Hir::literal).collect(),
+            ))?),
+            None => None,
+        };
+        Ok(Self {
+            regex,
+            candidate_lines,
+            line_terminator: (!anchored).then(|| LineTerminator::byte(b'\n')),
+        })
+    }
+}
+
+impl Matcher for LineMatcher {
+    type Captures = NoCaptures;
+    type Error = NoError;
+
+    fn find_at(&self, haystack: &[u8], at: usize) -> Result<Option<Match>, NoError> {
+        let input = Input::new(haystack).span(at..haystack.len());
+        Ok(self
+            .regex
+            .find(input)
+            .map(|found| Match::new(found.start(), found.end())))
+    }
+
+    fn new_captures(&self) -> Result<NoCaptures, NoError> {
+        Ok(NoCaptures::new())
+    }
+
+    fn shortest_match_at(&self, haystack: &[u8], at: usize) -> Result<Option<usize>, NoError> {
+        let input = Input::new(haystack).span(at..haystack.len());
+        Ok(self.regex.search_half(&input).map(|end| end.offset()))
+    }
+
+    fn line_terminator(&self) -> Option<LineTerminator> {
+        self.line_terminator
+    }
+
+    /// The searcher confirms a candidate with the whole regex on its line.
+    fn find_candidate_line(&self, haystack: &[u8]) -> Result<Option<LineMatchKind>, NoError> {
+        Ok(match &self.candidate_lines {
+            Some(literals) => literals
+                .search_half(&Input::new(haystack))
+                .map(|found| LineMatchKind::Candidate(found.offset())),
+            None => self.shortest_match(haystack)?.map(LineMatchKind::Confirmed),
+        })
+    }
+}
+
+/// Most literals a set may hold, and fewest bytes its shortest must have,
+/// for the set to find candidate lines faster than the regex.
+const MAX_LITERALS: usize = 64;
+const MIN_LITERAL_BYTES: usize = 3;
+
+/// What a part of a pattern says about the literals in its matches.
+enum Literals {
+    /// Its matches are exactly these strings.
+    Exact(Vec<Vec<u8>>),
+    /// Each of its matches holds one of these.
+    Required(Vec<Vec<u8>>),
+    /// Nothing useful.
+    Unknown,
+}
+
+/// Literals of which every match of `hir` holds one, when they are few and
+/// long enough to be worth searching for first.
+fn required_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match literals_of(hir) {
+        Literals::Exact(set) | Literals::Required(set) if useful(&set) => Some(set),
+        _ => None,
+    }
+}
+
+fn useful(set: &[Vec<u8>]) -> bool {
+    !set.is_empty()
+        && set.len() <= MAX_LITERALS
+        && set.iter().all(|literal| literal.len() >= MIN_LITERAL_BYTES)
+}
+
+fn literals_of(hir: &Hir) -> Literals {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => Literals::Exact(vec![Vec::new()]),
+        HirKind::Literal(hir::Literal(bytes)) => Literals::Exact(vec![bytes.to_vec()]),
+        HirKind::Class(class) => class_members(class).map_or(Literals::Unknown, Literals::Exact),
+        HirKind::Capture(capture) => literals_of(&capture.sub),
+        HirKind::Repetition(repetition) => match (repetition.min, repetition.max) {
+            (0, _) => Literals::Unknown,
+            (1, Some(1)) => literals_of(&repetition.sub),
+            _ => match literals_of(&repetition.sub) {
+                Literals::Exact(set) | Literals::Required(set) => Literals::Required(set),
+                Literals::Unknown => Literals::Unknown,
+            },
+        },
+        HirKind::Alternation(alternatives) => {
+            let mut union = Vec::new();
+            let mut exact = true;
+            for alternative in alternatives {
+                match literals_of(alternative) {
+                    Literals::Exact(set) => union.extend(set),
+                    Literals::Required(set) => {
+                        exact = false;
+                        union.extend(set);
+                    }
+                    Literals::Unknown => return Literals::Unknown,
+                }
+                if union.len() > MAX_LITERALS {
+                    return Literals::Unknown;
+                }
+            }
+            union.sort();
+            union.dedup();
+            if exact {
+                Literals::Exact(union)
+            } else {
+                Literals::Required(union)
+            }
+        }
+        HirKind::Concat(parts) => concat_literals(parts),
+    }
+}
+
+/// A concatenation's matches are its parts' matches end to end: runs of
+/// parts with exact sets combine (every pairing), and any run or any part
+/// is required; the best of them is kept.
+fn concat_literals(parts: &[Hir]) -> Literals {
+    let mut best: Option<Vec<Vec<u8>>> = None;
+    let mut consider = |set: Vec<Vec<u8>>| {
+        if useful(&set) && best.as_ref().is_none_or(|kept| better(&set, kept)) {
+            best = Some(set);
+        }
+    };
+    let mut run = vec![Vec::new()];
+    let mut all_exact = true;
+    for part in parts {
+        match literals_of(part) {
+            Literals::Exact(set) => match product(&run, &set) {
+                Some(joined) => run = joined,
+                None => {
+                    // Too many pairings: a new run starts at this part.
+                    all_exact = false;
+                    consider(std::mem::replace(&mut run, set));
+                }
+            },
+            other => {
+                all_exact = false;
+                consider(std::mem::replace(&mut run, vec![Vec::new()]));
+                if let Literals::Required(set) = other {
+                    consider(set);
+                }
+            }
+        }
+    }
+    if all_exact {
+        return Literals::Exact(run);
+    }
+    consider(run);
+    best.map_or(Literals::Unknown, Literals::Required)
+}
+
+/// Every `a + b`, unless there would be more than [`MAX_LITERALS`].
+fn product(left: &[Vec<u8>], right: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    if left.len().saturating_mul(right.len()) > MAX_LITERALS {
+        return None;
+    }
+    let mut joined = Vec::with_capacity(left.len() * right.len());
+    for a in left {
+        for b in right {
+            joined.push([a.as_slice(), b.as_slice()].concat());
+        }
+    }
+    Some(joined)
+}
+
+/// Longer shortest literal first, then fewer literals.
+fn better(set: &[Vec<u8>], than: &[Vec<u8>]) -> bool {
+    let shortest = |set: &[Vec<u8>]| set.iter().map(Vec::len).min().unwrap_or(0);
+    (shortest(set), std::cmp::Reverse(set.len())) > (shortest(than), std::cmp::Reverse(than.len()))
+}
+
+/// The members of a small class (a case-folded letter, say) as strings.
+fn class_members(class: &hir::Class) -> Option<Vec<Vec<u8>>> {
+    let mut members = Vec::new();
+    match class {
+        hir::Class::Unicode(class) => {
+            for range in class.ranges() {
+                for code in u32::from(range.start())..=u32::from(range.end()) {
+                    let member = char::from_u32(code)?;
+                    members.push(member.to_string().into_bytes());
+                    if members.len() > MAX_LITERALS / 8 {
+                        return None;
+                    }
+                }
+            }
+        }
+        hir::Class::Bytes(class) => {
+            for range in class.ranges() {
+                for byte in range.start()..=range.end() {
+                    members.push(vec![byte]);
+                    if members.len() > MAX_LITERALS / 8 {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+    Some(members)
+}
+
+/// `hir` with `\n` taken out of every class, so that no match spans a line
+/// break (the searcher relies on it); a `\n` the pattern requires (`a\nb`,
+/// or a class of `\n` alone) is an error, since matches lie within a line.
+fn without_line_breaks(hir: Hir) -> Result<Hir, String> {
+    let refused = || {
+        Err("the pattern requires a line break (\\n), but matches lie within one line".to_string())
+    };
+    Ok(match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(hir::Literal(bytes)) => {
+            if bytes.contains(&b'\n') {
+                return refused();
+            }
+            Hir::literal(bytes)
+        }
+        HirKind::Class(hir::Class::Unicode(mut class)) => {
+            if !class.ranges().is_empty() {
+                class.difference(&hir::ClassUnicode::new([hir::ClassUnicodeRange::new(
+                    '\n', '\n',
+                )]));
+                if class.ranges().is_empty() {
+                    return refused();
+                }
+            }
+            Hir::class(hir::Class::Unicode(class))
+        }
+        HirKind::Class(hir::Class::Bytes(mut class)) => {
+            if !class.ranges().is_empty() {
+                class.difference(&hir::ClassBytes::new([hir::ClassBytesRange::new(
+                    b'\n', b'\n',
+                )]));
+                if class.ranges().is_empty() {
+                    return refused();
+                }
+            }
+            Hir::class(hir::Class::Bytes(class))
+        }
+        HirKind::Look(look) => Hir::look(look),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(without_line_breaks(*repetition.sub)?);
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(without_line_breaks(*capture.sub)?);
+            Hir::capture(capture)
+        }
+        HirKind::Concat(parts) => Hir::concat(
+            parts
+                .into_iter()
+                .map(without_line_breaks)
+                .collect::<Result<_, _>>()?,
+        ),
+        HirKind::Alternation(parts) => Hir::alternation(
+            parts
+                .into_iter()
+                .map(without_line_breaks)
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grep_regex::RegexMatcherBuilder;
+    use grep_searcher::sinks::UTF8;
+    use grep_searcher::{BinaryDetection, SearcherBuilder};
+    use proptest::prelude::*;
+
+    /// The lines (number, text) the searcher reports for `matcher`.
+    fn matched_lines<M: Matcher>(matcher: &M, haystack: &str) -> Vec<(u64, String)> {
+        let mut lines = Vec::new();
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::none())
+            .build()
+            .search_slice(
+                matcher,
+                haystack.as_bytes(),
+                UTF8(|number, line| {
+                    lines.push((number, line.to_string()));
+                    Ok(true)
+                }),
+            )
+            .expect("a search of a slice cannot fail");
+        lines
+    }
+
+    /// Ours and grep-regex's, on the same query: the same lines, and the
+    /// same first match in each (the answer shows the text around it).
+    fn assert_same(query: &str, literal: bool, case_insensitive: bool, haystack: &str) {
+        let grep = RegexMatcherBuilder::new()
+            .case_insensitive(case_insensitive)
+            .fixed_strings(literal)
+            .line_terminator(Some(b'\n'))
+            .build(query);
+        let ours = LineMatcher::new(query, literal, case_insensitive);
+        let (grep, ours) = match (grep, ours) {
+            (Ok(grep), Ok(ours)) => (grep, ours),
+            (Err(_), Err(_)) => return,
+            (grep, ours) => panic!(
+                "{query:?}: grep-regex {:?}, ours {:?}",
+                grep.err().map(|e| e.to_string()),
+                ours.err()
+            ),
+        };
+        let lines = matched_lines(&ours, haystack);
+        assert_eq!(
+            lines,
+            matched_lines(&grep, haystack),
+            "{query:?} in {haystack:?}"
+        );
+        for (_, line) in lines {
+            let line = line.trim_end_matches('\n').as_bytes();
+            assert_eq!(
+                ours.find(line).unwrap(),
+                grep.find(line).unwrap(),
+                "{query:?} in {line:?}"
+            );
+        }
+    }
+
+    const PIECES: &[&str] = &[
+        "a",
+        "b",
+        "ab",
+        "fn",
+        "é",
+        "\u{212A}",
+        "\u{17F}",
+        "K",
+        "s",
+        " ",
+        "_",
+        "x1",
+        "(",
+        ")",
+        ".",
+        "\\",
+        "[",
+        "]",
+        "^",
+        "$",
+        "*",
+        "+",
+        "?",
+        "{",
+        "}",
+        "|",
+        "\\w",
+        "\\s",
+        "\\S",
+        "\\b",
+        "\\B",
+        "\\d",
+        "[^a]",
+        "[a\\n]",
+        "[\\s\\S]",
+        "(?m)",
+        "(?s)",
+        "(?i)",
+        "(?-u)",
+        "\\A",
+        "\\z",
+        "(?:",
+        "\\x41",
+        "\\pL",
+        "[[:alpha:]]",
+        "{2}",
+        "{1,3}",
+        ".*",
+        "\\n",
+        "\\w+",
+        "\\s*",
+        "_x_",
+        "foo",
+        "(?:foo|bar)",
+        "[A-Z]",
+    ];
+    const TEXT: &[&str] = &[
+        "a", "b", "ab", "fn", "é", "\u{212A}", "\u{17F}", "K", "k", "S", "s", " ", "\t", "_", "x1",
+        "(", ")", ".", "\n", "\r\n", "Z", "42", "[", "]", "\\", "foo", "_x_", "bar",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn matches_as_grep_regex_does(
+            query in proptest::collection::vec(proptest::sample::select(PIECES), 1..6),
+            text in proptest::collection::vec(proptest::sample::select(TEXT), 0..40),
+            literal in any::<bool>(),
+            case_insensitive in any::<bool>(),
+        ) {
+            assert_same(&query.concat(), literal, case_insensitive, &text.concat());
+        }
+    }
+
+    #[test]
+    fn anchors_and_folds_as_grep_regex() {
+        let text = "fn main() {}\n  fn helper() {}\nfn last()\nKELVIN \u{212A}elvin cla\u{17F}s\n";
+        for (query, literal) in [
+            ("^fn", false),
+            ("\\Afn", false),
+            ("\\}$", false),
+            ("last\\(\\)\\z", false),
+            ("(?m)^\\s+fn", false),
+            ("kelvin", false),
+            ("class", false),
+            ("fn main()", true),
+            ("a.b", true),
+        ] {
+            for case_insensitive in [false, true] {
+                assert_same(query, literal, case_insensitive, text);
+            }
+        }
+    }
+
+    fn literals(pattern: &str) -> Option<Vec<String>> {
+        let hir = regex_syntax::Parser::new().parse(pattern).unwrap();
+        required_literals(&hir).map(|set| {
+            set.into_iter()
+                .map(|literal| String::from_utf8(literal).unwrap())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn every_match_holds_one_of_the_required_literals() {
+        let strings = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
+        assert_eq!(literals(r"\w+_parse_\w+"), strings(&["_parse_"]));
+        assert_eq!(literals(r"x?abc\d+"), strings(&["abc"]));
+        assert_eq!(literals(r"(?:foo|bar\d)\s"), strings(&["bar", "foo"]));
+        assert_eq!(
+            literals(r"\s+(Sherlock|Holmes)\s+"),
+            strings(&["Holmes", "Sherlock"])
+        );
+        // Each case-folded letter is a class; the run of them pairs up.
+        assert_eq!(literals(r"(?i)fn_x").map(|set| set.len()), Some(8));
+        // Too short or optional: nothing worth searching for first.
+        assert_eq!(literals(r"a\w+"), None);
+        assert_eq!(literals(r"(?:abc)?\w"), None);
+        assert_eq!(literals(r"abc|\w"), None);
+    }
+
+    #[test]
+    fn candidate_lines_give_grep_regex_answers() {
+        let text = "let x_parse_y = 1;\n  Sherlock Holmes \nnot_parse\nfoo BAR_parse_it\n\u{212A}_parse_\u{17F}\n";
+        for query in [
+            r"\w+_parse_\w+",
+            r"\s+(Sherlock|[A-Z]atso[a-z]|Moriarty)\s+",
+            r"\b\w+_parse_\w*\b",
+        ] {
+            let ours = LineMatcher::new(query, false, false).unwrap();
+            assert!(ours.candidate_lines.is_some(), "{query}");
+            for case_insensitive in [false, true] {
+                assert_same(query, false, case_insensitive, text);
+            }
+        }
+    }
+
+    #[test]
+    fn line_breaks_are_refused_or_left_out() {
+        assert!(LineMatcher::new("a\\nb", false, false).is_err());
+        assert!(LineMatcher::new("[\\n]", false, false).is_err());
+        let spanning = LineMatcher::new("a\\sb", false, false).unwrap();
+        assert_eq!(
+            matched_lines(&spanning, "a\nb\na b\n"),
+            vec![(3, "a b\n".into())]
+        );
+    }
+}
