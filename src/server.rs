@@ -309,7 +309,11 @@ impl ProjectHelper {
         let project = self.project.get().await;
         let cancel = Cancel::never();
         let flag = cancel.clone();
-        let mut work = tokio::task::spawn_blocking(move || work(&project, &flag));
+        let busy = project.model.busy();
+        let mut work = tokio::task::spawn_blocking(move || {
+            let _busy = busy;
+            work(&project, &flag)
+        });
         let outcome = tokio::select! {
             outcome = &mut work => outcome,
             () = context.ct.cancelled() => {

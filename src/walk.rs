@@ -154,6 +154,74 @@ pub fn walk(
     Ok(entries)
 }
 
+/// The first `wanted` visible entries below `start` (down to `max_depth`
+/// levels) that `keep` accepts, in [`path_order`], with sizes for files.
+///
+/// For find and list before the tree model is ready. Entries are confirmed
+/// (see the module notes) only once picked, not all as [`walk`] does: a
+/// find that reports 1,000 of 112,000 files looks at 1,000 through the root
+/// handle instead of 112,000.
+pub fn walk_picked(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    max_depth: Option<usize>,
+    options: &WalkOptions,
+    keep: &(dyn Fn(&str, EntryKind) -> bool + Sync),
+    wanted: usize,
+) -> io::Result<Vec<Entry>> {
+    ensure_readable(start)?;
+    let (sender, receiver) = mpsc::channel();
+    builder(
+        gate,
+        start,
+        max_depth,
+        options.include_ignored,
+        Folders::Confirmed,
+    )
+    .threads(worker_threads())
+    .build_parallel()
+    .run(|| {
+        let sender = sender.clone();
+        let gate = gate.clone();
+        let cancel = options.cancel.clone();
+        Box::new(move |result| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            if let Some(entry) = result
+                .ok()
+                .and_then(|e| to_entry(&e, &gate, None))
+                .filter(|entry| keep(&entry.relative, entry.kind))
+            {
+                // The receiver outlives the walk; a send cannot fail.
+                let _ = sender.send(entry);
+            }
+            WalkState::Continue
+        })
+    });
+    drop(sender);
+    let mut entries: Vec<Entry> = receiver.into_iter().collect();
+    entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
+    let mut last = LastFolder::default();
+    let confirmed = entries
+        .into_iter()
+        .filter_map(|mut entry| {
+            // A folder was confirmed before the walk descended into it.
+            if entry.kind != EntryKind::Dir {
+                let stat = gate.entry_stat_in(&entry.path, &mut last).ok()?;
+                #[cfg(unix)]
+                if entry.ino != Some(stat.ino) {
+                    return None;
+                }
+                entry.size = (entry.kind == EntryKind::File).then_some(stat.size);
+            }
+            Some(entry)
+        })
+        .take(wanted)
+        .collect();
+    Ok(confirmed)
+}
+
 /// True when the walk `options` describe finds a file under `start`; stops
 /// at the first. A search that found no file to read uses it to say why.
 pub fn holds_files(gate: &PathGate, start: &ResolvedPath, options: &WalkOptions) -> bool {
@@ -626,6 +694,42 @@ mod tests {
         assert!(!names(&entries).iter().any(|n| n.contains("secret")));
         assert!(names(&entries).contains(&"src/loop"));
         drop(dir);
+    }
+
+    /// What find and list get before the model is ready: what the full
+    /// walk gives, cut to the first `wanted` of the entries `keep` accepts,
+    /// sizes included.
+    #[test]
+    fn picked_entries_are_the_walks_first_ones() {
+        let (_dir, gate) = tree();
+        let start = gate.resolve(".").unwrap();
+        let options = WalkOptions::default();
+        let all = walk(&gate, &start, None, &options).unwrap();
+        let files = |_: &str, kind| kind == EntryKind::File;
+        let in_src = |relative: &str, _| relative.starts_with("src");
+        let keeps: [&(dyn Fn(&str, EntryKind) -> bool + Sync); 2] = [&files, &in_src];
+        for keep in keeps {
+            for wanted in [0, 1, 3, usize::MAX] {
+                let picked = walk_picked(&gate, &start, None, &options, keep, wanted).unwrap();
+                let expected: Vec<&Entry> = all
+                    .iter()
+                    .filter(|entry| keep(&entry.relative, entry.kind))
+                    .take(wanted)
+                    .collect();
+                assert_eq!(
+                    names(&picked),
+                    expected
+                        .iter()
+                        .map(|e| e.relative.as_str())
+                        .collect::<Vec<_>>()
+                );
+                let sizes: Vec<Option<u64>> = picked.iter().map(|e| e.size).collect();
+                let expected_sizes: Vec<Option<u64>> = expected.iter().map(|e| e.size).collect();
+                assert_eq!(sizes, expected_sizes);
+            }
+        }
+        let shallow = walk_picked(&gate, &start, Some(1), &options, &files, usize::MAX).unwrap();
+        assert!(shallow.iter().all(|entry| entry.depth == 1));
     }
 
     /// The search's walk leaves folders to the opens: a file listed before

@@ -20,9 +20,9 @@ pub mod watch;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ngram::{FileGrams, GramFilter, PostingCache, Shard, ShardBuilder};
 use plan::Query;
@@ -60,7 +60,7 @@ pub struct ContentQuery<'a> {
 /// Which entries a listing wants: those `keep` accepts (given the
 /// root-relative path and kind), the first `wanted` of them in path order.
 pub struct Pick<'a> {
-    pub keep: &'a dyn Fn(&str, EntryKind) -> bool,
+    pub keep: &'a (dyn Fn(&str, EntryKind) -> bool + Sync),
     pub wanted: usize,
 }
 
@@ -86,6 +86,56 @@ struct Shared {
     cancelled: AtomicBool,
     /// The build thread has not finished: contents are still being indexed.
     building: AtomicBool,
+    /// Tool calls in progress: the build pauses while there are any.
+    calls: AtomicUsize,
+}
+
+/// Held for the length of a tool call (see [`TreeModel::busy`]).
+pub struct CallGuard(Arc<Shared>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Longest pause of the build for calls at a time, and how long it then
+/// works before it pauses again: a client whose calls never stop still gets
+/// its index, at a fifth of the pace.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+const WORK_AFTER_PAUSE: Duration = Duration::from_millis(250);
+const PAUSE_STEP: Duration = Duration::from_millis(1);
+
+/// How the build yields to calls. Its lower priority is not enough on two
+/// cores: a search's threads still lost a quarter of their speed to it
+/// (the first search of the tenfold corpus took 1.26 times the scan).
+#[derive(Default)]
+struct Pacer {
+    /// After a pause that calls outlasted, the build works until then.
+    working_until: Option<Instant>,
+}
+
+impl Pacer {
+    /// Waits while tool calls run, between two files or entries, where the
+    /// build holds no lock a call could need.
+    fn yield_to_calls(&mut self, shared: &Shared) {
+        let busy = || shared.calls.load(Ordering::Relaxed) > 0;
+        if !busy()
+            || self
+                .working_until
+                .is_some_and(|until| Instant::now() < until)
+        {
+            return;
+        }
+        let paused = Instant::now();
+        while busy() && !shared.cancelled.load(Ordering::Relaxed) {
+            if paused.elapsed() >= MAX_PAUSE {
+                self.working_until = Some(Instant::now() + WORK_AFTER_PAUSE);
+                return;
+            }
+            std::thread::sleep(PAUSE_STEP);
+        }
+    }
 }
 
 enum State {
@@ -188,6 +238,7 @@ impl TreeModel {
             }),
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(config.enabled),
+            calls: AtomicUsize::new(0),
         });
         Self {
             shared,
@@ -224,6 +275,13 @@ impl TreeModel {
         }
     }
 
+    /// Marks a tool call in progress until the guard is dropped: the build
+    /// pauses meanwhile (see [`Pacer`]).
+    pub fn busy(&self) -> CallGuard {
+        self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        CallGuard(self.shared.clone())
+    }
+
     /// A model that never answers: tools then walk, as without one.
     #[cfg(test)]
     pub fn off() -> Self {
@@ -234,6 +292,7 @@ impl TreeModel {
                 state: Mutex::new(State::Off),
                 cancelled: AtomicBool::new(false),
                 building: AtomicBool::new(false),
+                calls: AtomicUsize::new(0),
             }),
             started: AtomicBool::new(true),
         }
@@ -309,11 +368,7 @@ impl TreeModel {
         };
         match known {
             Some(entries) => Ok(entries),
-            None => Ok(walk::walk(gate, start, max_depth, options)?
-                .into_iter()
-                .filter(|entry| (pick.keep)(&entry.relative, entry.kind))
-                .take(pick.wanted)
-                .collect()),
+            None => walk::walk_picked(gate, start, max_depth, options, pick.keep, pick.wanted),
         }
     }
 
@@ -610,7 +665,8 @@ fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'stat
 /// when cancelled, over the memory limit, or the root cannot be walked.
 fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
-    let (live, listed) = list(shared)?;
+    let mut pacer = Pacer::default();
+    let (live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms",
         live.tree.entry_count(),
@@ -618,7 +674,7 @@ fn build(shared: &Shared) -> Option<()> {
     );
     let list_bytes = live.bytes();
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    let indexed = index_contents(shared, listed, list_bytes)?;
+    let indexed = index_contents(shared, &mut pacer, listed, list_bytes)?;
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
         return None;
@@ -651,7 +707,7 @@ fn build(shared: &Shared) -> Option<()> {
 /// Walks the root into a file list (contents not read yet), with the change
 /// watcher started first so that nothing changed meanwhile is missed.
 /// Returns the model without an index and the files to index, in order.
-fn list(shared: &Shared) -> Option<(Live, Listed)> {
+fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
     let root = shared.gate.root();
     let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
     let start = shared.gate.resolve(".").ok()?;
@@ -667,6 +723,7 @@ fn list(shared: &Shared) -> Option<(Live, Listed)> {
             if shared.cancelled.load(Ordering::Relaxed) {
                 return ControlFlow::Break(());
             }
+            pacer.yield_to_calls(shared);
             let node = tree.make_node(found.kind, &found.relative, &found.path, None);
             if node.kind == EntryKind::File && !node.lossy {
                 let size = node.size().unwrap_or(0);
@@ -729,7 +786,12 @@ struct Indexed {
 /// Reads and indexes `files` in order, sealing shards as they fill, without
 /// holding the model: calls go on meanwhile. `None` when cancelled or over
 /// the memory limit (`list_bytes` being the file list's share).
-fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<Indexed> {
+fn index_contents(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    listed: Listed,
+    list_bytes: usize,
+) -> Option<Indexed> {
     let root = shared.gate.root();
     let mut indexer = Indexer::for_build();
     let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
@@ -754,6 +816,7 @@ fn index_contents(shared: &Shared, listed: Listed, list_bytes: usize) -> Option<
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
         }
+        pacer.yield_to_calls(shared);
         let (stamp, settled, content) = indexer.read(&shared.gate, &root.join(&relative));
         let Some(stamp) = stamp.filter(|_| settled) else {
             continue;
@@ -887,6 +950,36 @@ mod tests {
         fs::write(root.join("ignored/x.txt"), "needle").unwrap();
         let gate = PathGate::new(root, &[]).unwrap();
         (dir, gate)
+    }
+
+    #[test]
+    fn the_build_pauses_while_calls_run() {
+        let model = TreeModel::off();
+        let mut pacer = Pacer::default();
+        let timed = |pacer: &mut Pacer| {
+            let started = Instant::now();
+            pacer.yield_to_calls(&model.shared);
+            started.elapsed()
+        };
+        assert!(
+            timed(&mut pacer) < Duration::from_millis(100),
+            "no call, no pause"
+        );
+        // The pause lasts as long as the call.
+        let call = model.busy();
+        let ends = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            drop(call);
+        });
+        let paused = timed(&mut pacer);
+        ends.join().unwrap();
+        assert!(paused >= Duration::from_millis(150), "{paused:?}");
+        assert!(paused < MAX_PAUSE, "{paused:?}");
+        // A call that outlasts the longest pause: the build then works a
+        // while before it pauses again.
+        let _endless = model.busy();
+        assert!(timed(&mut pacer) >= MAX_PAUSE);
+        assert!(timed(&mut pacer) < WORK_AFTER_PAUSE);
     }
 
     fn ready_model(gate: &PathGate) -> TreeModel {
@@ -1162,8 +1255,9 @@ mod tests {
             state: Mutex::new(State::Building),
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(true),
+            calls: AtomicUsize::new(0),
         };
-        let (mut live, _) = list(&shared).unwrap();
+        let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
         // feed reports the folder's two paths, not the file inside.
