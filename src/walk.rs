@@ -154,6 +154,9 @@ pub fn walk(
     Ok(entries)
 }
 
+/// Which entries a caller wants, given the root-relative path and kind.
+pub type Keep<'a> = dyn Fn(&str, EntryKind) -> bool + Sync + 'a;
+
 /// The first `wanted` visible entries below `start` (down to `max_depth`
 /// levels) that `keep` accepts, in [`path_order`], with sizes for files.
 ///
@@ -166,7 +169,7 @@ pub fn walk_picked(
     start: &ResolvedPath,
     max_depth: Option<usize>,
     options: &WalkOptions,
-    keep: &(dyn Fn(&str, EntryKind) -> bool + Sync),
+    keep: &Keep<'_>,
     wanted: usize,
 ) -> io::Result<Vec<Entry>> {
     ensure_readable(start)?;
@@ -707,7 +710,7 @@ mod tests {
         let all = walk(&gate, &start, None, &options).unwrap();
         let files = |_: &str, kind| kind == EntryKind::File;
         let in_src = |relative: &str, _| relative.starts_with("src");
-        let keeps: [&(dyn Fn(&str, EntryKind) -> bool + Sync); 2] = [&files, &in_src];
+        let keeps: [&Keep<'_>; 2] = [&files, &in_src];
         for keep in keeps {
             for wanted in [0, 1, 3, usize::MAX] {
                 let picked = walk_picked(&gate, &start, None, &options, keep, wanted).unwrap();

@@ -60,7 +60,7 @@ pub struct ContentQuery<'a> {
 /// Which entries a listing wants: those `keep` accepts (given the
 /// root-relative path and kind), the first `wanted` of them in path order.
 pub struct Pick<'a> {
-    pub keep: &'a (dyn Fn(&str, EntryKind) -> bool + Sync),
+    pub keep: &'a walk::Keep<'a>,
     pub wanted: usize,
 }
 
