@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
 use crate::cancel::Cancel;
-use crate::security::{EntryStat, LastFolder, PathGate, ResolvedPath};
+use crate::security::{LastFolder, PathGate, ResolvedPath};
 
 mod ignore_rules;
 mod stamp;
@@ -118,40 +118,7 @@ pub fn walk(
     max_depth: Option<usize>,
     options: &WalkOptions,
 ) -> io::Result<Vec<Entry>> {
-    ensure_readable(start)?;
-    let (sender, receiver) = mpsc::channel();
-    builder(
-        gate,
-        start,
-        max_depth,
-        options.include_ignored,
-        Folders::Confirmed,
-    )
-    .threads(worker_threads())
-    .build_parallel()
-    .run(|| {
-        let sender = sender.clone();
-        let gate = gate.clone();
-        let mut last = LastFolder::default();
-        let cancel = options.cancel.clone();
-        Box::new(move |result| {
-            if cancel.is_cancelled() {
-                return WalkState::Quit;
-            }
-            if let Some(entry) = result
-                .ok()
-                .and_then(|e| to_entry(&e, &gate, Some(&mut last)))
-            {
-                // The receiver outlives the walk; a send cannot fail.
-                let _ = sender.send(entry);
-            }
-            WalkState::Continue
-        })
-    });
-    drop(sender);
-    let mut entries: Vec<Entry> = receiver.into_iter().collect();
-    entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
-    Ok(entries)
+    walk_picked(gate, start, max_depth, options, &|_, _| true, usize::MAX)
 }
 
 /// Which entries a caller wants, given the root-relative path and kind.
@@ -161,9 +128,9 @@ pub type Keep<'a> = dyn Fn(&str, EntryKind) -> bool + Sync + 'a;
 /// levels) that `keep` accepts, in [`path_order`], with sizes for files.
 ///
 /// For find and list before the tree model is ready. Entries are confirmed
-/// (see the module notes) only once picked, not all as [`walk`] does: a
-/// find that reports 1,000 of 112,000 files looks at 1,000 through the root
-/// handle instead of 112,000.
+/// (see the module notes) only once picked, in path order (one folder
+/// handle serves all of a folder's entries): a find that reports 1,000 of
+/// 112,000 files looks at 1,000 through the root handle, not 112,000.
 pub fn walk_picked(
     gate: &PathGate,
     start: &ResolvedPath,
@@ -193,7 +160,7 @@ pub fn walk_picked(
             }
             if let Some(entry) = result
                 .ok()
-                .and_then(|e| to_entry(&e, &gate, None))
+                .and_then(|e| to_entry(&e, &gate))
                 .filter(|entry| keep(&entry.relative, entry.kind))
             {
                 // The receiver outlives the walk; a send cannot fail.
@@ -209,7 +176,9 @@ pub fn walk_picked(
     let confirmed = entries
         .into_iter()
         .filter_map(|mut entry| {
-            // A folder was confirmed before the walk descended into it.
+            // A folder was confirmed before the walk descended into it; a
+            // file that vanished or was swapped since it was listed is
+            // dropped.
             if entry.kind != EntryKind::Dir {
                 let stat = gate.entry_stat_in(&entry.path, &mut last).ok()?;
                 #[cfg(unix)]
@@ -309,7 +278,7 @@ fn sorted(
         if options.cancel.is_cancelled() {
             break;
         }
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, None))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate))
             && visit(entry).is_break()
         {
             break;
@@ -403,40 +372,25 @@ fn is_visible(
 
 /// The entry, looked at through the root handle without following
 /// symlinks, is the one the walker listed (see the module notes).
-fn confirmed_stat(
-    gate: &PathGate,
-    entry: &DirEntry,
-    last: Option<&mut LastFolder>,
-) -> Option<EntryStat> {
-    let stat = match last {
-        Some(last) => gate.entry_stat_in(entry.path(), last),
-        None => gate.entry_stat(entry.path()),
-    }
-    .ok()?;
-    #[cfg(unix)]
-    if entry.ino() != Some(stat.ino) {
-        return None;
-    }
-    #[cfg(not(unix))]
-    let _ = entry;
-    Some(stat)
-}
-
 fn confirmed(gate: &PathGate, entry: &DirEntry) -> bool {
-    confirmed_stat(gate, entry, None).is_some()
+    match gate.entry_stat(entry.path()) {
+        #[cfg(unix)]
+        Ok(stat) => entry.ino() == Some(stat.ino),
+        #[cfg(not(unix))]
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
 pub fn is_skipped_dir(name: &str) -> bool {
     SKIPPED_DIRS.contains(&name) || name.ends_with(SKIPPED_DIR_SUFFIX)
 }
 
-/// The entry as the tools see it; `None` for the starting folder, vanished
-/// or swapped entries and deny-listed files (denied folders never get this
-/// far). With `confirm` (which also gives files their size), files,
-/// symlinks and others are confirmed here (folders were when they were
-/// filtered); without, the caller opens each file through [`Entry::open`],
-/// which confirms it.
-fn to_entry(entry: &DirEntry, gate: &PathGate, confirm: Option<&mut LastFolder>) -> Option<Entry> {
+/// The entry as the tools see it, not confirmed yet (folders were when they
+/// were filtered; the caller confirms what it reports, or opens files
+/// through [`Entry::open`], which confirms them); `None` for the starting
+/// folder and deny-listed files (denied folders never get this far).
+fn to_entry(entry: &DirEntry, gate: &PathGate) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
@@ -445,21 +399,12 @@ fn to_entry(entry: &DirEntry, gate: &PathGate, confirm: Option<&mut LastFolder>)
     if !file_type.is_dir() && gate.is_denied(&relative) {
         return None;
     }
-    let kind = EntryKind::of(file_type);
-    // A file that vanished or was swapped since it was listed is skipped.
-    let size = match confirm {
-        Some(last) if kind != EntryKind::Dir => {
-            let stat = confirmed_stat(gate, entry, Some(last))?;
-            (kind == EntryKind::File).then_some(stat.size)
-        }
-        _ => None,
-    };
     Some(Entry {
         relative,
         path: entry.path().to_path_buf(),
-        kind,
+        kind: EntryKind::of(file_type),
         depth: entry.depth(),
-        size,
+        size: None,
         #[cfg(unix)]
         ino: entry.ino(),
         #[cfg(not(unix))]
