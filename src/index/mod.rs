@@ -980,7 +980,10 @@ mod tests {
         let _endless = model.busy();
         assert!(timed(&mut pacer) >= MAX_PAUSE);
         assert!(pacer.working_until.is_some());
-        assert!(timed(&mut pacer) < MAX_PAUSE / 2, "works before it pauses again");
+        assert!(
+            timed(&mut pacer) < MAX_PAUSE / 2,
+            "works before it pauses again"
+        );
     }
 
     /// Waits for the build to finish: seconds in a debug build, more on a

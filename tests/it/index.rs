@@ -283,27 +283,24 @@ async fn unicode_case_folding_matches_with_the_index() {
 #[tokio::test]
 async fn the_build_starts_once_the_session_is_up() {
     let project = generated_tree(50);
-    let log_of = |name: &str| project.outside().join(name);
-    let args = |log: &Path| {
-        vec![
-            "--log-level".to_string(),
-            "debug".to_string(),
-            "--log-file".to_string(),
-            log.to_str().unwrap().to_string(),
-        ]
+    // A server logging to `name` in the outside folder, past `initialize`
+    // (and nothing more).
+    let started = async |name: &str| {
+        let log = project.outside().join(name);
+        let args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+        let mut server = common::RawServer::start(&project.root, &args);
+        server
+            .send(&json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "raw-test", "version": "1"}}
+            }))
+            .await;
+        server.recv_id(&json!(0)).await;
+        (server, log)
     };
-    let initialize = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw-test", "version": "1"}}
-    });
 
-    let polite_log = log_of("polite.log");
-    let polite_args = args(&polite_log);
-    let polite_args: Vec<&str> = polite_args.iter().map(String::as_str).collect();
-    let mut polite = common::RawServer::start(&project.root, &polite_args);
-    polite.send(&initialize).await;
-    polite.recv_id(&json!(0)).await;
+    let (mut polite, polite_log) = started("polite.log").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let log = std::fs::read_to_string(&polite_log).unwrap_or_default();
     assert!(
@@ -317,12 +314,7 @@ async fn the_build_starts_once_the_session_is_up() {
     polite.finish().await;
 
     // A client that goes straight to a call: the call starts the build.
-    let hasty_log = log_of("hasty.log");
-    let hasty_args = args(&hasty_log);
-    let hasty_args: Vec<&str> = hasty_args.iter().map(String::as_str).collect();
-    let mut hasty = common::RawServer::start(&project.root, &hasty_args);
-    hasty.send(&initialize).await;
-    hasty.recv_id(&json!(0)).await;
+    let (mut hasty, hasty_log) = started("hasty.log").await;
     hasty
         .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "search_project_files",
