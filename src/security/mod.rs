@@ -163,17 +163,6 @@ impl PathGate {
         if self.is_denied(&relative) {
             return Err(PathError::Denied(shown_path(&relative)));
         }
-        // A missing path is told by one lookup beneath the root that
-        // follows no symlink (so nothing on its way leads outside), not by a
-        // canonicalization and a search for its deepest existing ancestor.
-        #[cfg(unix)]
-        if self
-            .opener
-            .entry_stat(Path::new(&relative))
-            .is_err_and(|error| error.kind() == io::ErrorKind::NotFound)
-        {
-            return Err(PathError::NotFound(shown_path(&relative)));
-        }
         let spelled = self.spelled(&components);
         let real = match dunce::canonicalize(&spelled) {
             Ok(real) => real,
