@@ -37,25 +37,32 @@ pub struct LineMatcher {
     line_terminator: Option<LineTerminator>,
 }
 
+/// Parses `query` (a regex, or with `literal` a plain substring) as the
+/// search matches it, with `\n` taken out of its classes; the one parse of
+/// a query: the matcher compiles it and the index plans from it. The error
+/// says what is wrong with the pattern.
+pub fn parse(query: &str, literal: bool, case_insensitive: bool) -> Result<Hir, String> {
+    let pattern = if literal {
+        format!("(?:{})", regex_syntax::escape(query))
+    } else {
+        format!("(?:{query})")
+    };
+    let hir = regex_syntax::ParserBuilder::new()
+        .nest_limit(NEST_LIMIT)
+        .octal(false)
+        .utf8(false)
+        .case_insensitive(case_insensitive)
+        .unicode(true)
+        .build()
+        .parse(&pattern)
+        .map_err(|error| error.to_string())?;
+    without_line_breaks(hir)
+}
+
 impl LineMatcher {
-    /// Compiles `query`: a regex, or with `literal` a plain substring.
-    /// The error says what is wrong with the pattern.
-    pub fn new(query: &str, literal: bool, case_insensitive: bool) -> Result<Self, String> {
-        let pattern = if literal {
-            format!("(?:{})", regex_syntax::escape(query))
-        } else {
-            format!("(?:{query})")
-        };
-        let hir = regex_syntax::ParserBuilder::new()
-            .nest_limit(NEST_LIMIT)
-            .octal(false)
-            .utf8(false)
-            .case_insensitive(case_insensitive)
-            .unicode(true)
-            .build()
-            .parse(&pattern)
-            .map_err(|error| error.to_string())?;
-        let hir = without_line_breaks(hir)?;
+    /// Compiles a query [`parse`] gave; the error says what is wrong with it
+    /// (too large, say).
+    pub fn new(hir: &Hir) -> Result<Self, String> {
         let anchored = hir.properties().look_set().contains_anchor_haystack();
         let config = meta::Config::new()
             .match_kind(MatchKind::LeftmostFirst)
@@ -70,7 +77,7 @@ impl LineMatcher {
                 .build_from_hir(hir)
                 .map_err(|error| error.to_string())
         };
-        let regex = build(&hir)?;
+        let regex = build(hir)?;
         // As grep-regex decides: only where the regex has no fast literal
         // search of its own, or a Unicode word boundary may make it give up
         // its lazy DFA; and never for a pattern anchored to the haystack,
@@ -78,7 +85,7 @@ impl LineMatcher {
         let wanted = !anchored
             && !hir.properties().is_alternation_literal()
             && (!regex.is_accelerated() || hir.properties().look_set().contains_word_unicode());
-        let candidate_lines = match wanted.then(|| required_literals(&hir)).flatten() {
+        let candidate_lines = match wanted.then(|| required_literals(hir)).flatten() {
             Some(literals) => Some(build(&Hir::alternation(
                 literals.into_iter().map(Hir::literal).collect(),
             ))?),
@@ -383,7 +390,7 @@ mod tests {
             .fixed_strings(literal)
             .line_terminator(Some(b'\n'))
             .build(query);
-        let ours = LineMatcher::new(query, literal, case_insensitive);
+        let ours = parse(query, literal, case_insensitive).and_then(|hir| LineMatcher::new(&hir));
         let (grep, ours) = match (grep, ours) {
             (Ok(grep), Ok(ours)) => (grep, ours),
             (Err(_), Err(_)) => return,
@@ -540,7 +547,7 @@ mod tests {
             r"\s+(Sherlock|[A-Z]atso[a-z]|Moriarty)\s+",
             r"\b\w+_parse_\w*\b",
         ] {
-            let ours = LineMatcher::new(query, false, false).unwrap();
+            let ours = LineMatcher::new(&parse(query, false, false).unwrap()).unwrap();
             assert!(ours.candidate_lines.is_some(), "{query}");
             for case_insensitive in [false, true] {
                 assert_same(query, false, case_insensitive, text);
@@ -550,9 +557,9 @@ mod tests {
 
     #[test]
     fn line_breaks_are_refused_or_left_out() {
-        assert!(LineMatcher::new("a\\nb", false, false).is_err());
-        assert!(LineMatcher::new("[\\n]", false, false).is_err());
-        let spanning = LineMatcher::new("a\\sb", false, false).unwrap();
+        assert!(parse("a\\nb", false, false).is_err());
+        assert!(parse("[\\n]", false, false).is_err());
+        let spanning = LineMatcher::new(&parse("a\\sb", false, false).unwrap()).unwrap();
         assert_eq!(
             matched_lines(&spanning, "a\nb\na b\n"),
             vec![(3, "a b\n".into())]

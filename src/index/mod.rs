@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use regex_syntax::hir::Hir;
+
 use ngram::{FileGrams, GramFilter, PostingCache, Shard, ShardBuilder};
 use plan::Query;
 use tree::{Content, Indexer, PathKey, Tree, depth};
@@ -46,15 +48,6 @@ fn log_filters_left_out(limit_bytes: usize) {
         "index: large-file filters left out to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
         limit_bytes / (1024 * 1024)
     );
-}
-
-/// What the search asks for, as its matcher will see it.
-#[derive(Debug, Clone, Copy)]
-pub struct ContentQuery<'a> {
-    pub pattern: &'a str,
-    /// `pattern` is a regex; otherwise a literal.
-    pub regex: bool,
-    pub case_insensitive: bool,
 }
 
 /// Which entries a listing wants: those `keep` accepts (given the
@@ -308,12 +301,12 @@ impl TreeModel {
         self.is_settled() && matches!(self.shared.state.lock().as_deref(), Ok(State::Ready(_)))
     }
 
-    /// Files below the folder `start` that may contain a match of `query`,
-    /// in path order, as the walker would list them; `None` when the model
+    /// Files below the folder `start` that may contain a match of `query`
+    /// (as [`crate::matcher::parse`] gave it), in path order, as the walker would list them; `None` when the model
     /// cannot answer and the caller must walk.
-    pub fn candidates(&self, start: &ResolvedPath, query: &ContentQuery<'_>) -> Option<Vec<Entry>> {
+    pub fn candidates(&self, start: &ResolvedPath, query: &Hir) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, false, |live, base| {
-            let query = plan::plan(query.pattern, query.regex, query.case_insensitive);
+            let query = plan::plan(query);
             let depth_of_start = depth(&start.relative);
             live.candidates(&start.relative, &query)
                 .into_iter()
@@ -873,6 +866,20 @@ fn index_contents(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A query as the search tool gets it.
+    #[derive(Debug, Clone, Copy)]
+    struct ContentQuery<'a> {
+        pattern: &'a str,
+        regex: bool,
+        case_insensitive: bool,
+    }
+
+    impl ContentQuery<'_> {
+        fn hir(&self) -> Hir {
+            crate::matcher::parse(self.pattern, !self.regex, self.case_insensitive).expect("valid")
+        }
+    }
     use grep_matcher::Matcher;
     use std::fs;
     use std::time::Duration;
@@ -1041,7 +1048,7 @@ mod tests {
     ) -> Vec<String> {
         let start = gate.resolve(".").unwrap();
         model
-            .candidates(&start, query)
+            .candidates(&start, &query.hir())
             .unwrap()
             .into_iter()
             .map(|e| e.relative)
@@ -1337,7 +1344,7 @@ mod tests {
         // A walk from `sub` applies the rules from the root down, as the
         // model does: the model answers for it, the same.
         let from_sub: Vec<String> = model
-            .candidates(&gate.resolve("sub").unwrap(), &query)
+            .candidates(&gate.resolve("sub").unwrap(), &query.hir())
             .unwrap()
             .into_iter()
             .map(|e| e.relative)
@@ -1402,17 +1409,17 @@ mod tests {
         };
         assert!(
             model
-                .candidates(&gate.resolve(".").unwrap(), &query)
+                .candidates(&gate.resolve(".").unwrap(), &query.hir())
                 .is_none()
         );
         assert!(
             model
-                .candidates(&gate.resolve("d1").unwrap(), &query)
+                .candidates(&gate.resolve("d1").unwrap(), &query.hir())
                 .is_none()
         );
         assert!(
             model
-                .candidates(&gate.resolve("d2").unwrap(), &query)
+                .candidates(&gate.resolve("d2").unwrap(), &query.hir())
                 .is_some()
         );
     }

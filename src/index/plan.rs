@@ -3,8 +3,8 @@
 //! string the analysis requires also asks for its long sparse n-grams, which
 //! only large files' filters answer (see `ngram`).
 //!
-//! The plan is built from the same HIR the matcher compiles (regex-syntax,
-//! with the search's case and Unicode settings), so case folding (KELVIN
+//! The plan is built from the very HIR the matcher compiles (parsed once, by
+//! `crate::matcher::parse`), so case folding (KELVIN
 //! SIGN for `k`, LONG S for `s`), classes, alternations and repetitions are
 //! handled by construction. Every rule may only weaken the condition: the
 //! index may return files without a match (the searcher rejects them), never
@@ -333,35 +333,24 @@ fn alternate(left: Info, right: Info) -> Info {
     }
 }
 
-/// The trigram condition for a search query, built from the HIR the search's
-/// matcher uses: `pattern` is a regex, or a literal when `regex` is false.
-/// `All` when the query cannot be narrowed or does not parse.
-pub fn plan(pattern: &str, regex: bool, case_insensitive: bool) -> Query {
-    let source = if regex {
-        pattern.to_string()
-    } else {
-        regex_syntax::escape(pattern)
-    };
-    let parsed = regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .unicode(true)
-        .case_insensitive(case_insensitive)
-        .build()
-        .parse(&source);
-    match parsed {
-        Ok(hir) => {
-            let info = analyze(&hir);
-            // A bare exact set must be given its own condition here.
-            let exact_query = info.exact.as_ref().map(strings_query);
-            Query::and(vec![info.query, exact_query.unwrap_or(Query::All)])
-        }
-        Err(_) => Query::All,
-    }
+/// The trigram condition for a search query: `hir` is the query as
+/// [`crate::matcher::parse`] gave it to the search's matcher. `All` when the
+/// query cannot be narrowed.
+pub fn plan(hir: &Hir) -> Query {
+    let info = analyze(hir);
+    // A bare exact set must be given its own condition here.
+    let exact_query = info.exact.as_ref().map(strings_query);
+    Query::and(vec![info.query, exact_query.unwrap_or(Query::All)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan of the query the search would make of these arguments.
+    fn plan_of(pattern: &str, regex: bool, case_insensitive: bool) -> Query {
+        plan(&crate::matcher::parse(pattern, !regex, case_insensitive).expect("valid"))
+    }
 
     fn t(s: &str) -> Query {
         let b = s.as_bytes();
@@ -389,27 +378,27 @@ mod tests {
     #[test]
     fn literals_need_all_their_trigrams() {
         assert_eq!(
-            trigrams_of(plan("hello", false, false)),
+            trigrams_of(plan_of("hello", false, false)),
             Query::And(vec![t("hel"), t("ell"), t("llo")])
         );
         // Literal means literal: the dot is a byte to find.
-        assert_eq!(plan("a.b", false, false), t("a.b"));
+        assert_eq!(plan_of("a.b", false, false), t("a.b"));
         // Long enough for long grams: the file filters' part.
-        assert!(!grams_of(&plan("handle_request", false, false)).is_empty());
-        assert!(grams_of(&plan("abc", false, false)).is_empty());
-        assert_eq!(plan("ab", false, false), Query::All);
+        assert!(!grams_of(&plan_of("handle_request", false, false)).is_empty());
+        assert!(grams_of(&plan_of("abc", false, false)).is_empty());
+        assert_eq!(plan_of("ab", false, false), Query::All);
     }
 
     #[test]
     fn queries_without_a_literal_cannot_narrow() {
         for pattern in [".", r"\w+", "a*", "[a-z]+", "(?s).*", "x?y?z?"] {
-            assert_eq!(plan(pattern, true, false), Query::All, "{pattern}");
+            assert_eq!(plan_of(pattern, true, false), Query::All, "{pattern}");
         }
     }
 
     #[test]
     fn case_insensitive_plans_include_unicode_folds() {
-        let query = plan("kelvin", false, true);
+        let query = plan_of("kelvin", false, true);
         let kelvin_sign = "\u{212A}elvin";
         let mut scratch = super::super::ngram::TrigramScratch::default();
         for text in ["KELVIN", "kelvin", kelvin_sign] {
@@ -422,7 +411,7 @@ mod tests {
         }
         let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, b"kelvxn");
         assert!(!query.may_match(Some(&trigrams), None));
-        let long_s = plan("class", false, true);
+        let long_s = plan_of("class", false, true);
         let trigrams = super::super::ngram::sorted_trigrams(&mut scratch, "cla\u{17F}s".as_bytes());
         assert!(long_s.may_match(Some(&trigrams), None));
     }
@@ -430,16 +419,16 @@ mod tests {
     #[test]
     fn alternations_and_classes() {
         assert_eq!(
-            trigrams_of(plan("foo|bar", true, false)),
+            trigrams_of(plan_of("foo|bar", true, false)),
             Query::Or(vec![t("bar"), t("foo")])
         );
         assert_eq!(
-            trigrams_of(plan("fo[ox]", true, false)),
+            trigrams_of(plan_of("fo[ox]", true, false)),
             Query::Or(vec![t("foo"), t("fox")])
         );
-        assert_eq!(plan("foo|.", true, false), Query::All);
+        assert_eq!(plan_of("foo|.", true, false), Query::All);
         assert_eq!(
-            trigrams_of(plan(r"fn \w+_discount", true, false)),
+            trigrams_of(plan_of(r"fn \w+_discount", true, false)),
             Query::And(vec![
                 t("fn "),
                 t("_di"),

@@ -22,13 +22,14 @@ use std::time::Duration;
 
 use grep_matcher::Matcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use regex_syntax::hir::Hir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len};
 use crate::cancel::Cancel;
 use crate::glob::{PathGlob, below};
-use crate::index::{ContentQuery, TreeModel};
+use crate::index::TreeModel;
 use crate::matcher::{self, LineMatcher};
 use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
@@ -217,7 +218,7 @@ pub fn search(
             input.offset
         )));
     }
-    let matcher = build_matcher(input)?;
+    let (query, matcher) = build_matcher(input)?;
     let glob = input.glob.as_deref().map(PathGlob::new).transpose()?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
     let context = input.context_lines.min(MAX_CONTEXT_LINES);
@@ -264,14 +265,7 @@ pub fn search(
         let candidates = if input.include_ignored {
             None
         } else {
-            model.candidates(
-                &start,
-                &ContentQuery {
-                    pattern: &input.query,
-                    regex: input.regex,
-                    case_insensitive: !input.case_sensitive,
-                },
-            )
+            model.candidates(&start, &query)
         };
         search_tree(gate, &start, &plan, &options, accept, candidates)
             .map_err(|error| ToolError::io(&start.relative, &error))?
@@ -309,7 +303,8 @@ pub fn search(
     Ok(output)
 }
 
-fn build_matcher(input: &SearchInput) -> Result<LineMatcher, ToolError> {
+/// The query parsed (for the index's plan) and compiled (for the searcher).
+fn build_matcher(input: &SearchInput) -> Result<(Hir, LineMatcher), ToolError> {
     if input.query.is_empty() {
         return Err(ToolError::invalid(
             "query is empty; give the text (or, with regex=true, the pattern) to search for",
@@ -320,7 +315,9 @@ fn build_matcher(input: &SearchInput) -> Result<LineMatcher, ToolError> {
             "query spans several lines; search matches within one line, so give a single-line query",
         ));
     }
-    LineMatcher::new(&input.query, !input.regex, !input.case_sensitive).map_err(|error| {
+    matcher::parse(&input.query, !input.regex, !input.case_sensitive)
+        .and_then(|hir| LineMatcher::new(&hir).map(|matcher| (hir, matcher)))
+        .map_err(|error| {
         let detail = error.replace('\n', " ");
         let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
         let detail = cut_chars(&detail, 300).0;
