@@ -11,6 +11,8 @@
 //! a haystack needs and scans as fast. A differential test against
 //! grep-regex (below) keeps the answers the same.
 
+use std::collections::BTreeSet;
+
 use grep_matcher::{LineMatchKind, LineTerminator, Match, Matcher, NoCaptures, NoError};
 use regex_automata::meta::{self, Regex};
 use regex_automata::{Input, MatchKind};
@@ -139,27 +141,88 @@ impl Matcher for LineMatcher {
 /// for the set to find candidate lines faster than the regex.
 const MAX_LITERALS: usize = 64;
 const MIN_LITERAL_BYTES: usize = 3;
+/// Members a class may have and still be taken as its strings (a
+/// case-folded letter has two or three).
+const MAX_CLASS_MEMBERS: u32 = 8;
+
+/// A set of strings, as the literal analyses of a query's HIR (here and
+/// in the index's planner) keep them.
+pub type Strings = BTreeSet<Vec<u8>>;
+
+/// Every `a + b`.
+pub fn cross(left: &Strings, right: &Strings) -> Strings {
+    let mut joined = Strings::new();
+    for a in left {
+        for b in right {
+            joined.insert([a.as_slice(), b.as_slice()].concat());
+        }
+    }
+    joined
+}
+
+/// The strings a class matches (UTF-8 for a Unicode class), each passed
+/// through `map`, when it has at most `max` members.
+pub fn class_strings(
+    class: &hir::Class,
+    max: u32,
+    map: impl Fn(&[u8]) -> Vec<u8>,
+) -> Option<Strings> {
+    let mut strings = Strings::new();
+    match class {
+        hir::Class::Unicode(class) => {
+            let members: u32 = class
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if members > max {
+                return None;
+            }
+            for range in class.ranges() {
+                for member in range.start()..=range.end() {
+                    strings.insert(map(member.encode_utf8(&mut [0; 4]).as_bytes()));
+                }
+            }
+        }
+        hir::Class::Bytes(class) => {
+            let members: u32 = class
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if members > max {
+                return None;
+            }
+            for range in class.ranges() {
+                for byte in range.start()..=range.end() {
+                    strings.insert(map(&[byte]));
+                }
+            }
+        }
+    }
+    Some(strings)
+}
 
 /// What a part of a pattern says about the literals in its matches.
 enum Literals {
     /// Its matches are exactly these strings.
-    Exact(Vec<Vec<u8>>),
+    Exact(Strings),
     /// Each of its matches holds one of these.
-    Required(Vec<Vec<u8>>),
+    Required(Strings),
     /// Nothing useful.
     Unknown,
 }
 
 /// Literals of which every match of `hir` holds one, when they are few and
 /// long enough to be worth searching for first.
-fn required_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+fn required_literals(hir: &Hir) -> Option<Strings> {
     match literals_of(hir) {
         Literals::Exact(set) | Literals::Required(set) if useful(&set) => Some(set),
         _ => None,
     }
 }
 
-fn useful(set: &[Vec<u8>]) -> bool {
+fn useful(set: &Strings) -> bool {
     !set.is_empty()
         && set.len() <= MAX_LITERALS
         && set.iter().all(|literal| literal.len() >= MIN_LITERAL_BYTES)
@@ -167,9 +230,10 @@ fn useful(set: &[Vec<u8>]) -> bool {
 
 fn literals_of(hir: &Hir) -> Literals {
     match hir.kind() {
-        HirKind::Empty | HirKind::Look(_) => Literals::Exact(vec![Vec::new()]),
-        HirKind::Literal(hir::Literal(bytes)) => Literals::Exact(vec![bytes.to_vec()]),
-        HirKind::Class(class) => class_members(class).map_or(Literals::Unknown, Literals::Exact),
+        HirKind::Empty | HirKind::Look(_) => Literals::Exact(Strings::from([Vec::new()])),
+        HirKind::Literal(hir::Literal(bytes)) => Literals::Exact(Strings::from([bytes.to_vec()])),
+        HirKind::Class(class) => class_strings(class, MAX_CLASS_MEMBERS, <[u8]>::to_vec)
+            .map_or(Literals::Unknown, Literals::Exact),
         HirKind::Capture(capture) => literals_of(&capture.sub),
         HirKind::Repetition(repetition) => match (repetition.min, repetition.max) {
             (0, _) => Literals::Unknown,
@@ -180,7 +244,7 @@ fn literals_of(hir: &Hir) -> Literals {
             },
         },
         HirKind::Alternation(alternatives) => {
-            let mut union = Vec::new();
+            let mut union = Strings::new();
             let mut exact = true;
             for alternative in alternatives {
                 match literals_of(alternative) {
@@ -195,8 +259,6 @@ fn literals_of(hir: &Hir) -> Literals {
                     return Literals::Unknown;
                 }
             }
-            union.sort();
-            union.dedup();
             if exact {
                 Literals::Exact(union)
             } else {
@@ -211,13 +273,13 @@ fn literals_of(hir: &Hir) -> Literals {
 /// parts with exact sets combine (every pairing), and any run or any part
 /// is required; the best of them is kept.
 fn concat_literals(parts: &[Hir]) -> Literals {
-    let mut best: Option<Vec<Vec<u8>>> = None;
-    let mut consider = |set: Vec<Vec<u8>>| {
+    let mut best: Option<Strings> = None;
+    let mut consider = |set: Strings| {
         if useful(&set) && best.as_ref().is_none_or(|kept| better(&set, kept)) {
             best = Some(set);
         }
     };
-    let mut run = vec![Vec::new()];
+    let mut run = Strings::from([Vec::new()]);
     let mut all_exact = true;
     for part in parts {
         match literals_of(part) {
@@ -231,7 +293,7 @@ fn concat_literals(parts: &[Hir]) -> Literals {
             },
             other => {
                 all_exact = false;
-                consider(std::mem::replace(&mut run, vec![Vec::new()]));
+                consider(std::mem::replace(&mut run, Strings::from([Vec::new()])));
                 if let Literals::Required(set) = other {
                     consider(set);
                 }
@@ -246,52 +308,14 @@ fn concat_literals(parts: &[Hir]) -> Literals {
 }
 
 /// Every `a + b`, unless there would be more than [`MAX_LITERALS`].
-fn product(left: &[Vec<u8>], right: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
-    if left.len().saturating_mul(right.len()) > MAX_LITERALS {
-        return None;
-    }
-    let mut joined = Vec::with_capacity(left.len() * right.len());
-    for a in left {
-        for b in right {
-            joined.push([a.as_slice(), b.as_slice()].concat());
-        }
-    }
-    Some(joined)
+fn product(left: &Strings, right: &Strings) -> Option<Strings> {
+    (left.len().saturating_mul(right.len()) <= MAX_LITERALS).then(|| cross(left, right))
 }
 
 /// Longer shortest literal first, then fewer literals.
-fn better(set: &[Vec<u8>], than: &[Vec<u8>]) -> bool {
-    let shortest = |set: &[Vec<u8>]| set.iter().map(Vec::len).min().unwrap_or(0);
+fn better(set: &Strings, than: &Strings) -> bool {
+    let shortest = |set: &Strings| set.iter().map(Vec::len).min().unwrap_or(0);
     (shortest(set), std::cmp::Reverse(set.len())) > (shortest(than), std::cmp::Reverse(than.len()))
-}
-
-/// The members of a small class (a case-folded letter, say) as strings.
-fn class_members(class: &hir::Class) -> Option<Vec<Vec<u8>>> {
-    let mut members = Vec::new();
-    match class {
-        hir::Class::Unicode(class) => {
-            for range in class.ranges() {
-                for code in u32::from(range.start())..=u32::from(range.end()) {
-                    let member = char::from_u32(code)?;
-                    members.push(member.to_string().into_bytes());
-                    if members.len() > MAX_LITERALS / 8 {
-                        return None;
-                    }
-                }
-            }
-        }
-        hir::Class::Bytes(class) => {
-            for range in class.ranges() {
-                for byte in range.start()..=range.end() {
-                    members.push(vec![byte]);
-                    if members.len() > MAX_LITERALS / 8 {
-                        return None;
-                    }
-                }
-            }
-        }
-    }
-    Some(members)
 }
 
 /// `hir` with `\n` taken out of every class, so that no match spans a line

@@ -10,9 +10,9 @@
 //! index may return files without a match (the searcher rejects them), never
 //! miss one.
 
-use std::collections::BTreeSet;
-
 use regex_syntax::hir::{Class, Hir, HirKind};
+
+use crate::matcher::{Strings as Set, class_strings, cross};
 
 use super::ngram::{GramFilter, indexable, long_grams, trigram};
 
@@ -90,8 +90,6 @@ const MAX_AFFIX: usize = 64;
 const MAX_BOUNDARY: usize = 256;
 /// Characters a class may hold and still be enumerated.
 const MAX_CLASS_CHARS: u32 = 16;
-
-type Set = BTreeSet<Vec<u8>>;
 
 /// What is known about the strings a sub-expression matches.
 #[derive(Debug, Clone)]
@@ -195,18 +193,6 @@ fn string_query(text: &[u8]) -> Query {
     Query::and(parts)
 }
 
-fn cross(left: &Set, right: &Set) -> Set {
-    let mut out = Set::new();
-    for a in left {
-        for b in right {
-            let mut joined = a.clone();
-            joined.extend_from_slice(b);
-            out.insert(joined);
-        }
-    }
-    out
-}
-
 /// Folds ASCII letters as the index does.
 fn folded(bytes: &[u8]) -> Vec<u8> {
     bytes.iter().map(|&b| super::ngram::fold(b)).collect()
@@ -242,41 +228,7 @@ fn analyze(hir: &Hir) -> Info {
 }
 
 fn class_info(class: &Class) -> Info {
-    let mut set = Set::new();
-    match class {
-        Class::Unicode(class) => {
-            let total: u32 = class
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if total > MAX_CLASS_CHARS {
-                return Info::any();
-            }
-            for range in class.ranges() {
-                for c in range.start()..=range.end() {
-                    let mut buffer = [0; 4];
-                    set.insert(folded(c.encode_utf8(&mut buffer).as_bytes()));
-                }
-            }
-        }
-        Class::Bytes(class) => {
-            let total: u32 = class
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if total > MAX_CLASS_CHARS {
-                return Info::any();
-            }
-            for range in class.ranges() {
-                for b in range.start()..=range.end() {
-                    set.insert(vec![super::ngram::fold(b)]);
-                }
-            }
-        }
-    }
-    Info::exact(set)
+    class_strings(class, MAX_CLASS_CHARS, folded).map_or_else(Info::any, Info::exact)
 }
 
 fn concat(left: Info, right: Info) -> Info {
