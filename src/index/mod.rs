@@ -968,10 +968,8 @@ mod tests {
             pacer.yield_to_calls(&model.shared);
             started.elapsed()
         };
-        assert!(
-            timed(&mut pacer) < Duration::from_millis(100),
-            "no call, no pause"
-        );
+        // Bounds far apart, so that a busy machine cannot blur them.
+        assert!(timed(&mut pacer) < MAX_PAUSE / 2, "no call, no pause");
         // The pause lasts as long as the call.
         let call = model.busy();
         let ends = std::thread::spawn(move || {
