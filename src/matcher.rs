@@ -167,40 +167,42 @@ pub fn class_strings(
     max: u32,
     map: impl Fn(&[u8]) -> Vec<u8>,
 ) -> Option<Strings> {
-    let mut strings = Strings::new();
-    match class {
-        hir::Class::Unicode(class) => {
-            let members: u32 = class
+    let count = match class {
+        hir::Class::Unicode(class) => members(
+            class
                 .ranges()
                 .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if members > max {
-                return None;
-            }
-            for range in class.ranges() {
-                for member in range.start()..=range.end() {
-                    strings.insert(map(member.encode_utf8(&mut [0; 4]).as_bytes()));
-                }
-            }
-        }
-        hir::Class::Bytes(class) => {
-            let members: u32 = class
+                .map(|r| (r.start().into(), r.end().into())),
+        ),
+        hir::Class::Bytes(class) => members(
+            class
                 .ranges()
                 .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if members > max {
-                return None;
-            }
-            for range in class.ranges() {
-                for byte in range.start()..=range.end() {
-                    strings.insert(map(&[byte]));
-                }
-            }
-        }
+                .map(|r| (r.start().into(), r.end().into())),
+        ),
+    };
+    if count > max {
+        return None;
     }
-    Some(strings)
+    Some(match class {
+        hir::Class::Unicode(class) => class
+            .ranges()
+            .iter()
+            .flat_map(|range| range.start()..=range.end())
+            .map(|member| map(member.encode_utf8(&mut [0; 4]).as_bytes()))
+            .collect(),
+        hir::Class::Bytes(class) => class
+            .ranges()
+            .iter()
+            .flat_map(|range| range.start()..=range.end())
+            .map(|byte| map(&[byte]))
+            .collect(),
+    })
+}
+
+/// How many members the spans (first and last code, inclusive) hold.
+fn members(spans: impl Iterator<Item = (u32, u32)>) -> u32 {
+    spans.map(|(first, last)| last - first + 1).sum()
 }
 
 /// What a part of a pattern says about the literals in its matches.
