@@ -119,6 +119,7 @@ fn python_evidence(gate: &PathGate) -> Option<String> {
 /// deep, the first entries only). Only names are looked at; no file is
 /// opened.
 fn pytest_file_under_tests(gate: &PathGate) -> Option<String> {
+    present(gate, "tests")?;
     let tests = gate.resolve("tests").ok().filter(|dir| dir.real.is_dir())?;
     let mut seen = 0;
     let mut found = None;
@@ -158,7 +159,16 @@ fn npm_has_test_script(gate: &PathGate) -> bool {
 
 /// A regular file in the project, seen through the gate.
 fn project_file(gate: &PathGate, name: &str) -> Option<ResolvedPath> {
+    present(gate, name)?;
     gate.resolve(name).ok().filter(|file| file.real.is_file())
+}
+
+/// Whether anything is at `name` in the root: one look beneath the root
+/// handle. Most probes miss, and a miss then costs no resolution (which
+/// reads every folder above the root for symlinks) before the server can
+/// answer `initialize`.
+fn present(gate: &PathGate, name: &str) -> Option<()> {
+    gate.entry_stat(&gate.root().join(name)).ok().map(|_| ())
 }
 
 /// The start of a project file.

@@ -271,8 +271,27 @@ impl PathGate {
     }
 
     /// `path` relative to the root, exactly (names that are not UTF-8
-    /// included), for the opener.
+    /// included), for the opener. The walker's paths are the root's bytes,
+    /// a `/` and the rest: that is checked on the bytes first, because
+    /// comparing paths part by part, once per opened file, cost more than a
+    /// scan's opens themselves.
     fn below_root<'a>(&self, path: &'a Path) -> io::Result<&'a Path> {
+        #[cfg(unix)]
+        {
+            use std::ffi::OsStr;
+            use std::os::unix::ffi::OsStrExt;
+            let root = self.root.as_os_str().as_bytes();
+            let rest = path.as_os_str().as_bytes().strip_prefix(root);
+            let rest = match rest {
+                Some([]) => Some(&[][..]),
+                Some([b'/', rest @ ..]) => Some(rest),
+                Some(rest) if root.ends_with(b"/") => Some(rest),
+                _ => None,
+            };
+            if let Some(rest) = rest {
+                return Ok(Path::new(OsStr::from_bytes(rest)));
+            }
+        }
         path.strip_prefix(&self.root).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -610,6 +629,10 @@ mod tests {
         let (dir, gate) = setup();
         let sibling = dunce::canonicalize(dir.path().join("proj-secret/key.txt")).unwrap();
         assert_eq!(gate.relative_of(&sibling), None);
+        // The opener's byte comparison must not take it for a path below.
+        let refused = gate.open_file(&sibling).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied, "{refused}");
+        assert!(gate.open_file(&gate.root().join("src/main.rs")).is_ok());
     }
 
     #[test]

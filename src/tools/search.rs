@@ -242,12 +242,10 @@ pub fn search(
             size: None,
             ino: None,
         };
-        let mut searcher = plan.searcher();
-        let mut buffer = Vec::new();
         let mut prefix = Prefix::default();
         prefix.finish(
             0,
-            plan.search_file(gate, &mut searcher, &mut buffer, &entry, 0),
+            plan.search_file(gate, &mut plan.scratch(), &entry, 0),
             &plan,
         );
         (prefix, Some(1))
@@ -274,8 +272,7 @@ pub fn search(
     // At most one file: the one the page starts in the middle of.
     for hits in &mut prefix.done {
         if let (Some(from), Some(entry)) = (hits.rescan_from, hits.source.take()) {
-            let mut buffer = Vec::new();
-            let again = plan.search_file(gate, &mut plan.searcher(), &mut buffer, &entry, from);
+            let again = plan.search_file(gate, &mut plan.scratch(), &entry, from);
             hits.matches = again.matches;
         }
     }
@@ -341,12 +338,25 @@ struct Plan {
     cancel: Cancel,
 }
 
+/// What one searching thread keeps from file to file. The matcher is its
+/// own copy: a copy's scratch space is its own, so threads never wait for
+/// each other's.
+struct Scratch {
+    searcher: Searcher,
+    buffer: Vec<u8>,
+    matcher: LineMatcher,
+}
+
 impl Plan {
-    fn searcher(&self) -> Searcher {
-        SearcherBuilder::new()
-            .line_number(true)
-            .binary_detection(BinaryDetection::none())
-            .build()
+    fn scratch(&self) -> Scratch {
+        Scratch {
+            searcher: SearcherBuilder::new()
+                .line_number(true)
+                .binary_detection(BinaryDetection::none())
+                .build(),
+            buffer: Vec::new(),
+            matcher: self.matcher.clone(),
+        }
     }
 
     /// How many hits a file adds toward `wanted`.
@@ -363,11 +373,15 @@ impl Plan {
     fn search_file(
         &self,
         gate: &PathGate,
-        searcher: &mut Searcher,
-        buffer: &mut Vec<u8>,
+        scratch: &mut Scratch,
         entry: &Entry,
         keep_from: usize,
     ) -> FileHits {
+        let Scratch {
+            searcher,
+            buffer,
+            matcher,
+        } = scratch;
         let Some(length) = entry
             .open(gate)
             .ok()
@@ -381,6 +395,7 @@ impl Plan {
         }
         let mut sink = CollectSink {
             plan: self,
+            matcher,
             file: &entry.relative,
             haystack,
             keep_from,
@@ -391,7 +406,7 @@ impl Plan {
             },
         };
         // A failed search of one file leaves the others unaffected.
-        let _ = searcher.search_slice(&self.matcher, haystack, &mut sink);
+        let _ = searcher.search_slice(&*matcher, haystack, &mut sink);
         let mut hits = sink.hits;
         if hits.count > 0 {
             hits.file = entry.relative.clone();
@@ -416,6 +431,7 @@ fn read_capped(
 
 struct CollectSink<'a> {
     plan: &'a Plan,
+    matcher: &'a LineMatcher,
     file: &'a str,
     haystack: &'a [u8],
     /// Local match from which text is kept.
@@ -434,7 +450,6 @@ impl CollectSink<'_> {
         }
         let line_bytes = trim_line_end(found.bytes());
         let match_start = self
-            .plan
             .matcher
             .find(line_bytes)
             .ok()
@@ -526,8 +541,7 @@ fn search_tree(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                let mut searcher = plan.searcher();
-                let mut buffer = Vec::new();
+                let mut scratch = plan.scratch();
                 loop {
                     let next = match receiver.lock() {
                         Ok(receiver) => receiver.recv(),
@@ -538,7 +552,7 @@ fn search_tree(
                         let hits = if halted() {
                             FileHits::default()
                         } else {
-                            plan.search_file(gate, &mut searcher, &mut buffer, &entry, 0)
+                            plan.search_file(gate, &mut scratch, &entry, 0)
                         };
                         let Ok(mut prefix) = progress.lock() else {
                             return;
@@ -612,14 +626,13 @@ fn search_in_order(
     files: &[Entry],
     accept: &impl Fn(&Entry) -> bool,
 ) -> Prefix {
-    let mut searcher = plan.searcher();
-    let mut buffer = Vec::new();
+    let mut scratch = plan.scratch();
     let mut prefix = Prefix::default();
     for (index, entry) in files.iter().filter(|entry| accept(entry)).enumerate() {
         if plan.cancel.is_cancelled() {
             break;
         }
-        let hits = plan.search_file(gate, &mut searcher, &mut buffer, entry, 0);
+        let hits = plan.search_file(gate, &mut scratch, entry, 0);
         if prefix.finish(index, hits, plan) {
             break;
         }
