@@ -271,6 +271,10 @@ fn sorted(
     mut visit: impl FnMut(Entry) -> ControlFlow<()>,
 ) -> io::Result<()> {
     ensure_readable(start)?;
+    // The walk's own copy: a copy's deny-list matchers keep their scratch
+    // space on the thread that uses them, where a shared one's would come
+    // from a locked pool for every entry.
+    let gate = &gate.clone();
     let walker = builder(gate, start, max_depth, options.include_ignored, folders)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
