@@ -37,7 +37,9 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
 /// scratch each while sorting, so 8 MiB (unless one file alone has more).
-/// The shards are merged into one at the end.
+/// The shards are merged into one at the end. (Half as many pairs made the
+/// build's peak larger, not smaller: every shard repeats the trigrams it
+/// shares with the others.)
 const SHARD_PAIRS: usize = 512 * 1024;
 
 /// What the id table spends per base file besides its path, roughly.
@@ -1082,7 +1084,7 @@ mod tests {
 
     #[test]
     fn over_the_memory_limit_the_filters_go_first_and_answers_stay_exact() {
-        // Seventeen files of 1.9 MB: their filters (64 KiB each) alone pass
+        // Seventeen files of 1.9 MB: their filters (128 KiB each) alone pass
         // a 1 MB limit that their few trigrams stay far below.
         let filler: String = (0..100_000).map(|n| format!("{n} filler line\n")).collect();
         let names: Vec<String> = (0..16).map(|i| format!("filler{i}.txt")).collect();
