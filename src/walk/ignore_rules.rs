@@ -91,6 +91,10 @@ pub struct RuleTree {
     /// here, and hashing or comparing a `Path` splits it into parts (the
     /// walk's paths are already in one spelling).
     chains: RwLock<HashMap<OsString, Arc<Chain>>>,
+    /// The folder looked up last, and its chain: a walk checks a folder's
+    /// entries one after another, so most lookups repeat the one before
+    /// and skip hashing the path.
+    last: Mutex<Option<(OsString, Arc<Chain>)>>,
 }
 
 impl RuleTree {
@@ -112,13 +116,30 @@ impl RuleTree {
             gate: gate.clone(),
             start: start.to_path_buf(),
             chains: RwLock::new(chains),
+            last: Mutex::new(None),
         }
     }
 
     /// False when the ignore files exclude `path`.
     pub fn admits(&self, path: &Path, is_dir: bool) -> bool {
         let folder = path.parent().unwrap_or(path);
-        !self.chain(folder).is_ignored(path, is_dir)
+        !self.chain_of_last(folder).is_ignored(path, is_dir)
+    }
+
+    /// [`RuleTree::chain`], through the last folder's; a parallel walk's
+    /// threads do not wait for each other here.
+    fn chain_of_last(&self, folder: &Path) -> Arc<Chain> {
+        let Ok(mut last) = self.last.try_lock() else {
+            return self.chain(folder);
+        };
+        if let Some((held, chain)) = last.as_ref()
+            && held == folder.as_os_str()
+        {
+            return chain.clone();
+        }
+        let chain = self.chain(folder);
+        *last = Some((folder.as_os_str().to_owned(), chain.clone()));
+        chain
     }
 
     /// The chain of `folder`, read the first time the walk reaches it.
