@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, TempProject, strings, text_of};
+use crate::common::{RawServer, Server, TempProject, strings, text_of, wait_for_index};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
@@ -391,9 +391,14 @@ async fn cancelled_searches_stop_working() {
     for i in 0..200 {
         project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
     }
-    let mut server = RawServer::start(&project.root, &[]);
+    // The index is built first: its work in the background is not the
+    // searches' and must not be counted as theirs.
+    let log = project.outside().join("server.log");
+    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = RawServer::start(&project.root, &log_args);
     let pid = server.child.id().expect("pid");
     server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
     // Counting a word on every line: every search reads the whole tree and
     // handles every line.
     let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});

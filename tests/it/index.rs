@@ -5,10 +5,9 @@
 //! files) and for literal, regex and case-insensitive queries with every
 //! option.
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{self, Server, TempProject, matches};
+use crate::common::{self, Server, TempProject, matches, wait_for_index};
 use serde_json::{Value, json};
 
 const WORDS: &[&str] = &[
@@ -134,20 +133,6 @@ async fn two_servers(project: &TempProject) -> (Server, Server) {
     .await;
     wait_for_index(&log).await;
     (indexed, scanning)
-}
-
-async fn wait_for_index(log: &Path) {
-    for _ in 0..1200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains("index ready") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "the index was not ready within 120 s; log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
 }
 
 async fn same_answer(indexed: &Server, scanning: &Server, tool: &str, arguments: Value) -> Value {

@@ -316,6 +316,22 @@ impl RawServer {
 
 /// Copies the folder `from` to `to`, leaving out Python caches (a copy of
 /// demo_project for tests that write into it).
+/// Waits until the server logging to `log` (at debug level) has built its
+/// index, so that the build's own work is over.
+pub async fn wait_for_index(log: &Path) {
+    for _ in 0..1200 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains("index ready") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "the index was not ready within 120 s; log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
