@@ -369,7 +369,7 @@ fn is_visible(
     // path anyway.
     !is_dir
         || relative_to(root, entry.path()).is_some_and(|relative| {
-            !gate.is_denied(&relative)
+            !gate.is_denied_entry(&relative)
                 && (folders == Folders::OpenedFilesConfirm || confirmed(gate, entry))
         })
 }
@@ -400,7 +400,7 @@ fn to_entry(entry: &DirEntry, gate: &PathGate) -> Option<Entry> {
     }
     let file_type = entry.file_type()?;
     let relative = relative_to(gate.root(), entry.path())?;
-    if !file_type.is_dir() && gate.is_denied(&relative) {
+    if !file_type.is_dir() && gate.is_denied_entry(&relative) {
         return None;
     }
     Some(Entry {

@@ -245,6 +245,15 @@ impl PathGate {
         self.deny.denies(relative)
     }
 
+    /// [`PathGate::is_denied`] for an entry a walk reached through folders
+    /// it checked as it entered them (the walk's start was resolved through
+    /// the gate): only the entry's own name and the operator's path globs
+    /// are left to match. A walk checks every entry, and the full check
+    /// matched every folder name above it again.
+    pub fn is_denied_entry(&self, relative: &str) -> bool {
+        self.deny.denies_entry(relative)
+    }
+
     /// Opens the regular file at `path`, a location inside the root as
     /// [`PathGate::resolve`] (its `real`) or the walker produced it, through
     /// the root handle: a folder on the way that became a symlink since is
@@ -417,11 +426,21 @@ impl DenyList {
         if relative == "." || relative.is_empty() {
             return false;
         }
-        let denied_name = |name: &str| {
-            (self.built_in_names.is_match(name) && !self.exceptions.is_match(name))
-                || self.operator_names.is_match(name)
-        };
-        relative.split('/').any(denied_name) || self.operator_paths.is_match(relative)
+        relative.split('/').any(|name| self.denies_name(name))
+            || self.operator_paths.is_match(relative)
+    }
+
+    fn denies_entry(&self, relative: &str) -> bool {
+        if relative == "." || relative.is_empty() {
+            return false;
+        }
+        let name = relative.rsplit('/').next().unwrap_or(relative);
+        self.denies_name(name) || self.operator_paths.is_match(relative)
+    }
+
+    fn denies_name(&self, name: &str) -> bool {
+        (self.built_in_names.is_match(name) && !self.exceptions.is_match(name))
+            || self.operator_names.is_match(name)
     }
 }
 
@@ -901,6 +920,63 @@ mod tests {
             ] {
                 assert!(!gate.is_denied(allowed), "{allowed}");
             }
+        }
+
+        /// A walk checks each entry's own name only: for every path whose
+        /// folders the full check lets in, both checks agree.
+        #[test]
+        fn the_entry_check_agrees_below_allowed_folders() {
+            use proptest::test_runner::{Config, TestRunner};
+            let gate = PathGate::new(
+                dunce::canonicalize(std::env::temp_dir()).unwrap(),
+                &[
+                    "docs/internal/**".into(),
+                    "*.secret".into(),
+                    "build/*.log".into(),
+                ],
+            )
+            .unwrap();
+            let names = proptest::sample::select(vec![
+                "src",
+                "docs",
+                "internal",
+                "build",
+                ".git",
+                ".env",
+                ".env.example",
+                ".ENVRC",
+                "id_rsa.pub",
+                "key.PEM",
+                "x.secret",
+                "a.log",
+                "notes.md",
+                "node_modules",
+                "Cargo.toml",
+                ".npmrc",
+                "cert.p12",
+                "ok.txt",
+            ]);
+            let mut runner = TestRunner::new(Config {
+                cases: 2_000,
+                failure_persistence: None,
+                ..Config::default()
+            });
+            runner
+                .run(&proptest::collection::vec(names, 1..6), |parts| {
+                    let path = parts.join("/");
+                    let folders_allowed =
+                        (1..parts.len()).all(|depth| !gate.is_denied(&parts[..depth].join("/")));
+                    if folders_allowed {
+                        prop_assert_eq!(
+                            gate.is_denied_entry(&path),
+                            gate.is_denied(&path),
+                            "{}",
+                            path
+                        );
+                    }
+                    Ok(())
+                })
+                .unwrap();
         }
 
         #[test]
