@@ -420,18 +420,8 @@ fn to_entry(entry: &DirEntry, gate: &PathGate) -> Option<Entry> {
 /// per folder (pruning, then reporting), so it must stay cheap.
 #[cfg(unix)]
 fn relative_to(root: &Path, path: &Path) -> Option<String> {
-    use std::os::unix::ffi::OsStrExt;
-    // The walk's paths are the canonical root joined with plain names: no
-    // `.` or empty parts, already `/`-separated, so the bytes after the root
-    // are the answer, without splitting the path into parts.
-    let root = root.as_os_str().as_bytes();
-    let rest = path.as_os_str().as_bytes().strip_prefix(root)?;
-    let rest = if rest.is_empty() || root.ends_with(b"/") {
-        rest
-    } else {
-        rest.strip_prefix(b"/")?
-    };
-    Some(String::from_utf8_lossy(rest).into_owned())
+    crate::security::bytes_below_root(root, path)
+        .map(|rest| String::from_utf8_lossy(rest).into_owned())
 }
 
 #[cfg(not(unix))]

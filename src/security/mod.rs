@@ -280,26 +280,14 @@ impl PathGate {
     }
 
     /// `path` relative to the root, exactly (names that are not UTF-8
-    /// included), for the opener. The walker's paths are the root's bytes,
-    /// a `/` and the rest: that is checked on the bytes first, because
-    /// comparing paths part by part for every opened file was a few percent
-    /// of a scan's search threads.
+    /// included), for the opener: on the bytes first (see
+    /// [`bytes_below_root`]), since comparing paths part by part for every
+    /// opened file was a few percent of a scan's search threads.
     fn below_root<'a>(&self, path: &'a Path) -> io::Result<&'a Path> {
         #[cfg(unix)]
-        {
-            use std::ffi::OsStr;
+        if let Some(rest) = bytes_below_root(&self.root, path) {
             use std::os::unix::ffi::OsStrExt;
-            let root = self.root.as_os_str().as_bytes();
-            let rest = path.as_os_str().as_bytes().strip_prefix(root);
-            let rest = match rest {
-                Some([]) => Some(&[][..]),
-                Some([b'/', rest @ ..]) => Some(rest),
-                Some(rest) if root.ends_with(b"/") => Some(rest),
-                _ => None,
-            };
-            if let Some(rest) = rest {
-                return Ok(Path::new(OsStr::from_bytes(rest)));
-            }
+            return Ok(Path::new(std::ffi::OsStr::from_bytes(rest)));
         }
         path.strip_prefix(&self.root).map_err(|_| {
             io::Error::new(
@@ -307,6 +295,23 @@ impl PathGate {
                 "the path lies outside the project root",
             )
         })
+    }
+}
+
+/// The bytes of `path` after `root` and the `/` that follows it (none for
+/// `root` itself); `None` when `path` does not start so. For paths made by
+/// joining plain names to the canonical root, as the walker and the gate
+/// make them (no `.` or empty names, `/`-separated), these are the
+/// root-relative path, found without splitting either path into parts.
+#[cfg(unix)]
+pub fn bytes_below_root<'a>(root: &Path, path: &'a Path) -> Option<&'a [u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    let root = root.as_os_str().as_bytes();
+    match path.as_os_str().as_bytes().strip_prefix(root)? {
+        [] => Some(&[]),
+        [b'/', rest @ ..] => Some(rest),
+        rest if root.ends_with(b"/") => Some(rest),
+        _ => None,
     }
 }
 
@@ -652,6 +657,20 @@ mod tests {
         let refused = gate.open_file(&sibling).unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied, "{refused}");
         assert!(gate.open_file(&gate.root().join("src/main.rs")).is_ok());
+        #[cfg(unix)]
+        for (root, path, below) in [
+            ("/a/b", "/a/b/c/d", Some(&b"c/d"[..])),
+            ("/a/b", "/a/b", Some(&b""[..])),
+            ("/a/b", "/a/bc/d", None),
+            ("/a/b", "/a", None),
+            ("/", "/etc/x", Some(&b"etc/x"[..])),
+        ] {
+            assert_eq!(
+                bytes_below_root(Path::new(root), Path::new(path)),
+                below,
+                "{path}"
+            );
+        }
     }
 
     #[test]
