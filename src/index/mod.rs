@@ -304,8 +304,9 @@ impl TreeModel {
     }
 
     /// Files below the folder `start` that may contain a match of `query`
-    /// (as [`crate::matcher::parse`] gave it), in path order, as the walker would list them; `None` when the model
-    /// cannot answer and the caller must walk.
+    /// (as [`crate::matcher::parse`] gave it), in path order, as the walker
+    /// would list them; `None` when the model cannot answer and the caller
+    /// must walk.
     pub fn candidates(&self, start: &ResolvedPath, query: &Hir) -> Option<Vec<Entry>> {
         self.with_fresh_tree(start, false, |live, base| {
             let query = plan::plan(query);
@@ -868,6 +869,9 @@ fn index_contents(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use grep_matcher::Matcher;
+    use std::fs;
+    use std::time::Duration;
 
     /// A query as the search tool gets it.
     #[derive(Debug, Clone, Copy)]
@@ -882,9 +886,6 @@ mod tests {
             crate::matcher::parse(self.pattern, !self.regex, self.case_insensitive).expect("valid")
         }
     }
-    use grep_matcher::Matcher;
-    use std::fs;
-    use std::time::Duration;
 
     const WORDS: &[&str] = &[
         "apply",

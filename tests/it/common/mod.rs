@@ -314,8 +314,6 @@ impl RawServer {
     }
 }
 
-/// Copies the folder `from` to `to`, leaving out Python caches (a copy of
-/// demo_project for tests that write into it).
 /// Waits until the server logging to `log` (at debug level) has built its
 /// index, so that the build's own work is over.
 pub async fn wait_for_index(log: &Path) {
@@ -332,6 +330,8 @@ pub async fn wait_for_index(log: &Path) {
     );
 }
 
+/// Copies the folder `from` to `to`, leaving out Python caches (a copy of
+/// demo_project for tests that write into it).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
