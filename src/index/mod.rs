@@ -17,6 +17,7 @@ mod plan;
 mod tree;
 pub mod watch;
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -156,10 +157,18 @@ struct Live {
 /// The index the build made: one shard of posting lists over base ids, the
 /// path of each id, to turn posting lists into files, and the long-gram
 /// filters of the large files. Empty until the build installs it.
+///
+/// A file with several names in the tree (hard links) is read and indexed
+/// once: its first name in path order holds the id, the others are listed
+/// beside it.
 #[derive(Default)]
 struct BaseIndex {
     shard: Shard,
     keys: Vec<PathKey>,
+    /// The other names of files indexed under a first name, in path order.
+    other_names: Vec<(u32, PathKey)>,
+    /// Positions in `other_names`, sorted by id.
+    other_names_by_id: Vec<u32>,
     /// Sorted by id.
     filters: Vec<(u32, GramFilter)>,
     /// The id table and the filters, in bytes, counted as they grow.
@@ -176,6 +185,54 @@ impl BaseIndex {
             self.filter_bytes += filter.bytes();
             self.filters.push((id, filter));
         }
+    }
+
+    /// Lists `relative` as another name of the file indexed as `id`; names
+    /// come in path order.
+    fn push_other_name(&mut self, id: u32, relative: &str) {
+        self.key_bytes += relative.len() + KEY_BYTES + 4;
+        self.other_names.push((id, PathKey(relative.to_string())));
+    }
+
+    /// Sorts the other names by id, once all are in.
+    fn seal(&mut self) {
+        let mut by_id: Vec<u32> = (0..self.other_names.len() as u32).collect();
+        by_id.sort_by_key(|&at| self.other_names[at as usize].0);
+        self.other_names_by_id = by_id;
+        self.other_names.shrink_to_fit();
+        self.filters.shrink_to_fit();
+    }
+
+    /// The other names of the files `ids` (sorted), in path order.
+    fn other_names_of(&self, ids: &[u32]) -> Vec<(u32, &PathKey)> {
+        if self.other_names.is_empty() || ids.is_empty() {
+            return Vec::new();
+        }
+        let named = |at: usize| {
+            let (id, key) = &self.other_names[at];
+            (*id, key)
+        };
+        if ids.len() * 8 >= self.other_names.len() {
+            // Many ids: one pass over the names, already in path order.
+            return (0..self.other_names.len())
+                .filter(|&at| ids.binary_search(&self.other_names[at].0).is_ok())
+                .map(named)
+                .collect();
+        }
+        let mut found: Vec<usize> = Vec::new();
+        for &id in ids {
+            let by_id = &self.other_names_by_id;
+            let from = by_id.partition_point(|&at| self.other_names[at as usize].0 < id);
+            found.extend(
+                by_id[from..]
+                    .iter()
+                    .map(|&at| at as usize)
+                    .take_while(|&at| self.other_names[at].0 == id),
+            );
+        }
+        // Positions in `other_names` are in path order.
+        found.sort_unstable();
+        found.into_iter().map(named).collect()
     }
 
     /// Drops the large files' filters (an aid to speed, never needed for
@@ -447,8 +504,16 @@ impl Live {
                 })
                 .collect();
         }
-        let base = self.base_matches(query).into_iter().filter_map(|id| {
-            let key = self.base.keys.get(id as usize)?;
+        let ids = self.base_matches(query);
+        let first_names = ids
+            .iter()
+            .filter_map(|&id| Some((id, self.base.keys.get(id as usize)?)));
+        let names = merge_in_path_order(
+            first_names,
+            self.base.other_names_of(&ids).into_iter(),
+            |(_, key)| key,
+        );
+        let base = names.into_iter().filter_map(|(id, key)| {
             if !tree::is_below(&key.0, dir) || key.0 == dir || !self.base.may_match(id, query) {
                 return None;
             }
@@ -466,7 +531,7 @@ impl Live {
                 }
                 _ => true,
             });
-        merge_in_path_order(base, loose)
+        merge_in_path_order(base, loose, |(key, _)| key)
     }
 
     /// The base ids whose trigrams satisfy `query`, sorted (their filters
@@ -493,16 +558,17 @@ impl Live {
     }
 }
 
-/// Two sequences in path order, as one.
-fn merge_in_path_order<'a>(
-    first: impl Iterator<Item = (&'a PathKey, &'a tree::Node)>,
-    second: impl Iterator<Item = (&'a PathKey, &'a tree::Node)>,
-) -> Vec<(&'a PathKey, &'a tree::Node)> {
+/// Two sequences in path order (of the keys `key` gives), as one.
+fn merge_in_path_order<T>(
+    first: impl Iterator<Item = T>,
+    second: impl Iterator<Item = T>,
+    key: impl Fn(&T) -> &PathKey,
+) -> Vec<T> {
     let mut merged = Vec::new();
     let (mut first, mut second) = (first.peekable(), second.peekable());
     loop {
         let take_first = match (first.peek(), second.peek()) {
-            (Some(a), Some(b)) => a.0 <= b.0,
+            (Some(a), Some(b)) => key(a) <= key(b),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return merged,
@@ -709,6 +775,7 @@ fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
     let start = shared.gate.resolve(".").ok()?;
     let mut tree = Tree::new(&shared.gate);
     let mut listed = Listed::default();
+    let mut linked = HashSet::new();
     let mut over_limit = false;
     walk::walk_sorted(
         &shared.gate,
@@ -723,7 +790,12 @@ fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
             let node = tree.make_node(found.kind, &found.relative, &found.path, None);
             if node.kind == EntryKind::File && !node.lossy {
                 let size = node.size().unwrap_or(0);
-                if size <= MAX_SEARCHED_BYTES {
+                // A file with several names is read under the first only.
+                let first_name = node
+                    .stamp
+                    .and_then(|stamp| stamp.linked_identity())
+                    .is_none_or(|identity| linked.insert(identity));
+                if size <= MAX_SEARCHED_BYTES && first_name {
                     listed.bytes += size;
                     listed.filter_bytes += GramFilter::bytes_for(size);
                 }
@@ -805,6 +877,8 @@ fn index_contents(
     }
     indexer.without_filters = without_filters;
     let mut base = BaseIndex::default();
+    // What each file with several names held when its first name was read.
+    let mut linked: HashMap<Stamp, Content> = HashMap::new();
     let mut files = Vec::new();
     let mut parts = Vec::new();
     let mut sealed_bytes = 0;
@@ -813,11 +887,21 @@ fn index_contents(
             return None;
         }
         pacer.yield_to_calls(shared);
-        let (stamp, settled, content) = indexer.read(&shared.gate, &root.join(&relative));
+        let (stamp, settled, content) =
+            indexer.read_unless_known(&shared.gate, &root.join(&relative), |stamp| {
+                match linked.get(stamp)? {
+                    Content::Base(id) => Some(Content::Base(*id)),
+                    _ => Some(Content::Skipped),
+                }
+            });
         let Some(stamp) = stamp.filter(|_| settled) else {
             continue;
         };
         let content = match content {
+            Content::Base(id) => {
+                base.push_other_name(id, &relative);
+                Content::Base(id)
+            }
             Content::Fresh(grams) => {
                 let FileGrams { trigrams, filter } = grams;
                 // Sealed before it would outgrow its room, so that the
@@ -831,7 +915,16 @@ fn index_contents(
                 let id = builder.next_id();
                 builder.add(&trigrams);
                 base.push(id, &relative, filter);
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, Content::Base(id));
+                }
                 Content::Base(id)
+            }
+            Content::Skipped => {
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, Content::Skipped);
+                }
+                Content::Skipped
             }
             other => other,
         };
@@ -857,7 +950,7 @@ fn index_contents(
     drop(indexer);
     // One lookup per trigram at query time instead of one per part.
     base.shard = Shard::merge(parts);
-    base.filters.shrink_to_fit();
+    base.seal();
     Some(Indexed {
         base,
         files,
@@ -1259,6 +1352,66 @@ mod tests {
             .map(|e| e.relative)
             .collect();
         assert_eq!(listed, walked);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_with_several_names_is_read_once_and_every_name_stays_fresh() {
+        let (_dir, root) = crate::security::temp_root(&[
+            ("a/one.txt", "shared_word\n".to_string()),
+            ("z/solo.txt", "solo_word\n".to_string()),
+        ]);
+        fs::create_dir_all(root.join("m")).unwrap();
+        fs::hard_link(root.join("a/one.txt"), root.join("m/two.txt")).unwrap();
+        fs::hard_link(root.join("a/one.txt"), root.join("z/three.txt")).unwrap();
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let model = ready_model(&gate);
+        {
+            let state = model.shared.state.lock().unwrap();
+            let State::Ready(live) = &*state else {
+                panic!("the model is ready");
+            };
+            let first_names: Vec<&str> = live.base.keys.iter().map(|k| k.0.as_str()).collect();
+            assert_eq!(first_names, ["a/one.txt", "z/solo.txt"]);
+            let other_names: Vec<(u32, &str)> = live
+                .base
+                .other_names
+                .iter()
+                .map(|(id, k)| (*id, k.0.as_str()))
+                .collect();
+            assert_eq!(other_names, [(0, "m/two.txt"), (0, "z/three.txt")]);
+        }
+        let names = |pattern| {
+            let query = ContentQuery {
+                pattern,
+                regex: false,
+                case_insensitive: false,
+            };
+            candidate_names(&model, &gate, &query)
+        };
+        assert_eq!(
+            names("shared_word"),
+            ["a/one.txt", "m/two.txt", "z/three.txt"]
+        );
+        assert_eq!(names("solo_word"), ["z/solo.txt"]);
+
+        // A write through one name changes what every name holds; the
+        // watcher reports only the name written through.
+        fs::write(root.join("m/two.txt"), "rewritten_word\n").unwrap();
+        assert_eq!(
+            names("rewritten_word"),
+            ["a/one.txt", "m/two.txt", "z/three.txt"]
+        );
+        // Once the new stamps can be trusted, the old words are gone.
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(names("shared_word").is_empty());
+
+        // A name made after the build, written through at once.
+        fs::hard_link(root.join("z/solo.txt"), root.join("a/late.txt")).unwrap();
+        fs::write(root.join("a/late.txt"), "late_word\n").unwrap();
+        assert_eq!(names("late_word"), ["a/late.txt", "z/solo.txt"]);
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(names("solo_word").is_empty());
     }
 
     #[test]

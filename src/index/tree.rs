@@ -22,6 +22,8 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 /// What one file-list entry costs besides its path, roughly.
 const NODE_BYTES: usize = 128;
+/// What listing a name of a file with several names costs besides the name.
+const LINKED_NAME_BYTES: usize = 48;
 
 /// A path key ordered as the walker orders paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +111,18 @@ impl Indexer {
     /// trusted, and what the index knows of its contents: its grams
     /// ([`Content::Fresh`]) when the file is indexable.
     pub fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Content) {
+        self.read_unless_known(gate, path, |_| None)
+    }
+
+    /// [`Indexer::read`], except that a file `known_content` knows by its
+    /// trusted stamp (another name of a file read before) is not read
+    /// again: `known_content`'s answer is its content.
+    pub fn read_unless_known(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+        known_content: impl FnOnce(&Stamp) -> Option<Content>,
+    ) -> (Option<Stamp>, bool, Content) {
         let seen_at = SystemTime::now();
         // Through the gate's root handle, as the searcher opens files.
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
@@ -116,21 +130,24 @@ impl Indexer {
         };
         let stamp = Stamp::of(&metadata);
         let settled = !stamp.is_racy(seen_at);
-        let known = |content| (Some(stamp), settled, content);
+        let answer = |content| (Some(stamp), settled, content);
         if !metadata.is_file() || !settled {
-            return known(Content::Always);
+            return answer(Content::Always);
         }
         if metadata.len() > MAX_SEARCHED_BYTES {
-            return known(Content::Skipped);
+            return answer(Content::Skipped);
+        }
+        if let Some(content) = known_content(&stamp) {
+            return answer(content);
         }
         let Some(length) = read_searchable(&mut file, metadata.len(), &mut self.buffer) else {
-            return known(Content::Always);
+            return answer(Content::Always);
         };
         self.bytes_read += length as u64;
         let content = &mut self.buffer[..length];
         // The searcher's own test on the same bytes.
         if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
-            return known(Content::Skipped);
+            return answer(Content::Skipped);
         }
         // The searcher transcodes files with a byte-order mark: leave them
         // to it.
@@ -138,7 +155,7 @@ impl Indexer {
             .iter()
             .any(|bom| content.starts_with(bom));
         if has_bom {
-            return known(Content::Always);
+            return answer(Content::Always);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);
         let trigrams = if self.unsorted {
@@ -154,7 +171,7 @@ impl Indexer {
         } else {
             GramFilter::of(content)
         };
-        known(Content::Fresh(FileGrams { trigrams, filter }))
+        answer(Content::Fresh(FileGrams { trigrams, filter }))
     }
 }
 
@@ -225,6 +242,8 @@ struct Ledger {
     loose: BTreeSet<PathKey>,
     /// Entries whose names are not UTF-8.
     lossy: usize,
+    /// The names of each file with several names (hard links), by identity.
+    linked: HashMap<(u64, u64), Vec<String>>,
     /// Paths, nodes and fresh trigram sets, in bytes.
     bytes: usize,
 }
@@ -232,14 +251,30 @@ struct Ledger {
 impl Ledger {
     /// Adds `node` to the bookkeeping, or takes it out.
     fn account(&mut self, relative: &str, node: &Node, added: bool) {
+        let identity = node
+            .stamp
+            .filter(|_| node.kind == EntryKind::File)
+            .and_then(|stamp| stamp.linked_identity());
         let bytes = relative.len()
             + NODE_BYTES
             + match &node.content {
                 Content::Fresh(grams) => grams.bytes(),
                 _ => 0,
-            };
+            }
+            + identity.map_or(0, |_| relative.len() + LINKED_NAME_BYTES);
         let loose = node.kind == EntryKind::File
             && matches!(node.content, Content::Fresh(_) | Content::Always);
+        if let Some(identity) = identity {
+            let names = self.linked.entry(identity).or_default();
+            if added {
+                names.push(relative.to_string());
+            } else {
+                names.retain(|name| name != relative);
+                if names.is_empty() {
+                    self.linked.remove(&identity);
+                }
+            }
+        }
         if added {
             self.bytes += bytes;
             self.lossy += usize::from(node.lossy);
@@ -465,6 +500,9 @@ impl Tree {
                 for path in paths {
                     self.classify(&path, &mut work);
                 }
+                if work.names_unknown {
+                    self.sweep(&mut work);
+                }
             }
             Changes::Unknown => self.sweep(&mut work),
         }
@@ -502,6 +540,7 @@ impl Tree {
             work.relist.push(parent);
             return;
         }
+        self.other_names(path, &relative, work);
         match self.nodes.get(&PathKey(relative.clone())) {
             Some(node) if node.kind == EntryKind::File => work.files.push(relative),
             // A reported folder stands for itself and everything below it
@@ -519,6 +558,33 @@ impl Tree {
                 }
                 work.relist.push(folder.to_string());
             }
+        }
+    }
+
+    /// A file reported changed that has other names: the watcher reports
+    /// only the name written through, so the others are looked at too. When
+    /// some of its names are not in the tree as names of this file (a link
+    /// made since, or one outside the project), every entry is.
+    fn other_names(&self, path: &Path, relative: &str, work: &mut Work) {
+        let Some(stamp) = lstat(path)
+            .filter(Metadata::is_file)
+            .map(|metadata| Stamp::of(&metadata))
+        else {
+            return;
+        };
+        let Some(identity) = stamp.linked_identity() else {
+            return;
+        };
+        let names = self
+            .ledger
+            .linked
+            .get(&identity)
+            .map_or(&[][..], Vec::as_slice);
+        let known = names.len() + usize::from(!names.iter().any(|name| name == relative));
+        if (known as u64) < stamp.links() {
+            work.names_unknown = true;
+        } else {
+            work.files.extend(names.iter().cloned());
         }
     }
 
@@ -801,6 +867,8 @@ pub fn is_below(path: &str, dir: &str) -> bool {
 /// What one refresh has to look at again.
 #[derive(Default)]
 struct Work {
+    /// A changed file has names the tree cannot tell: sweep.
+    names_unknown: bool,
     files: Vec<String>,
     relist: Vec<String>,
     rewalk: Vec<String>,

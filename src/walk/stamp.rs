@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 /// What identifies one version of a file: a rewrite changes at least the
 /// change time (to the nanosecond where the file system keeps it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stamp {
     len: u64,
     modified: i128,
@@ -14,6 +14,8 @@ pub struct Stamp {
     inode: u64,
     device: u64,
     mode: u32,
+    /// Names (hard links) that lead to the file.
+    links: u64,
 }
 
 impl Stamp {
@@ -28,6 +30,7 @@ impl Stamp {
             inode: metadata.ino(),
             device: metadata.dev(),
             mode: metadata.mode(),
+            links: metadata.nlink(),
         }
     }
 
@@ -45,6 +48,7 @@ impl Stamp {
             inode: 0,
             device: 0,
             mode: u32::from(metadata.permissions().readonly()),
+            links: 1,
         }
     }
 
@@ -56,6 +60,18 @@ impl Stamp {
     /// only while it is still this one.
     pub fn inode(&self) -> Option<u64> {
         cfg!(unix).then_some(self.inode)
+    }
+
+    /// The file's identity (device, inode) when more than one name leads to
+    /// it: a write through one name changes what all of them hold, and the
+    /// change watcher reports only the name written through.
+    pub fn linked_identity(&self) -> Option<(u64, u64)> {
+        (cfg!(unix) && self.links > 1).then_some((self.device, self.inode))
+    }
+
+    /// How many names lead to the file.
+    pub fn links(&self) -> u64 {
+        self.links
     }
 
     /// Whether a write right after `seen_at` could leave this stamp

@@ -254,6 +254,34 @@ async fn exercise(server: &Server, project: &TempProject, round: usize) {
     fs::remove_file(project.root.join(format!("{dir}/.ignore"))).expect("delete .ignore");
     assert_eq!(search_files(server, &log_token).await, vec![log.clone()]);
     assert!(find(server, "**/*.log").await.contains(&log));
+
+    #[cfg(unix)]
+    hard_links(server, project, round).await;
+}
+
+/// A file with two names in different folders: a write through one name
+/// changes what both hold, though only that name's folder reports it.
+#[cfg(unix)]
+async fn hard_links(server: &Server, project: &TempProject, round: usize) {
+    let (first, second) = (
+        format!("r{round}/la/one.txt"),
+        format!("r{round}/lb/two.txt"),
+    );
+    let (old, new) = (
+        format!("linked_old_{round}_end"),
+        format!("linked_new_{round}_end"),
+    );
+    project.write(&first, format!("{old}\n"));
+    project.mkdir(&format!("r{round}/lb"));
+    fs::hard_link(project.root.join(&first), project.root.join(&second)).expect("hard link");
+    let both = vec![first.clone(), second.clone()];
+    // Until its stamp is old enough to trust, a new file is searched
+    // whatever its index says: let both names be indexed first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(search_files(server, &old).await, both);
+    fs::write(project.root.join(&second), format!("{new}\n")).expect("write through a link");
+    assert_eq!(search_files(server, &new).await, both);
+    assert_eq!(search_files(server, &old).await, Vec::<String>::new());
 }
 
 /// Rewrites `path` with `bytes` of the same length and puts its
