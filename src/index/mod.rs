@@ -20,7 +20,7 @@ pub mod watch;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,8 +43,9 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 /// shares with the others.)
 const SHARD_PAIRS: usize = 512 * 1024;
 
-/// What the id table spends per base file besides its path, roughly.
-const KEY_BYTES: usize = 24;
+/// What the id table spends per name of a base file besides the name,
+/// roughly.
+const NAME_BYTES: usize = 56;
 
 fn log_filters_left_out(limit_bytes: usize) {
     tracing::info!(
@@ -164,9 +165,10 @@ struct Live {
 #[derive(Default)]
 struct BaseIndex {
     shard: Shard,
-    keys: Vec<PathKey>,
+    /// The first name of each id.
+    names: Vec<BaseName>,
     /// The other names of files indexed under a first name, in path order.
-    other_names: Vec<(u32, PathKey)>,
+    other_names: Vec<(u32, BaseName)>,
     /// Positions in `other_names`, sorted by id.
     other_names_by_id: Vec<u32>,
     /// Sorted by id.
@@ -176,11 +178,30 @@ struct BaseIndex {
     filter_bytes: usize,
 }
 
+/// A name of a base file, with what a listing of it needs: the file list
+/// is not consulted for candidates that did not change since the build.
+struct BaseName {
+    key: PathKey,
+    size: u64,
+    ino: Option<u64>,
+}
+
+impl BaseName {
+    fn new(relative: &str, stamp: &Stamp) -> Self {
+        Self {
+            key: PathKey(relative.to_string()),
+            size: stamp.size(),
+            ino: stamp.inode(),
+        }
+    }
+}
+
 impl BaseIndex {
-    /// Gives base id `id` to the file `relative`, with its filter if any.
-    fn push(&mut self, id: u32, relative: &str, filter: Option<GramFilter>) {
-        self.key_bytes += relative.len() + KEY_BYTES;
-        self.keys.push(PathKey(relative.to_string()));
+    /// Gives base id `id` to the file `relative` (read with `stamp`), with
+    /// its filter if any.
+    fn push(&mut self, id: u32, relative: &str, stamp: &Stamp, filter: Option<GramFilter>) {
+        self.key_bytes += relative.len() + NAME_BYTES;
+        self.names.push(BaseName::new(relative, stamp));
         if let Some(filter) = filter {
             self.filter_bytes += filter.bytes();
             self.filters.push((id, filter));
@@ -189,9 +210,9 @@ impl BaseIndex {
 
     /// Lists `relative` as another name of the file indexed as `id`; names
     /// come in path order.
-    fn push_other_name(&mut self, id: u32, relative: &str) {
-        self.key_bytes += relative.len() + KEY_BYTES + 4;
-        self.other_names.push((id, PathKey(relative.to_string())));
+    fn push_other_name(&mut self, id: u32, relative: &str, stamp: &Stamp) {
+        self.key_bytes += relative.len() + NAME_BYTES + 8;
+        self.other_names.push((id, BaseName::new(relative, stamp)));
     }
 
     /// Sorts the other names by id, once all are in.
@@ -204,14 +225,11 @@ impl BaseIndex {
     }
 
     /// The other names of the files `ids` (sorted), in path order.
-    fn other_names_of(&self, ids: &[u32]) -> Vec<(u32, &PathKey)> {
+    fn other_names_of(&self, ids: &[u32]) -> Vec<&BaseName> {
         if self.other_names.is_empty() || ids.is_empty() {
             return Vec::new();
         }
-        let named = |at: usize| {
-            let (id, key) = &self.other_names[at];
-            (*id, key)
-        };
+        let named = |at: usize| &self.other_names[at].1;
         if ids.len() * 8 >= self.other_names.len() {
             // Many ids: one pass over the names, already in path order.
             return (0..self.other_names.len())
@@ -370,7 +388,7 @@ impl TreeModel {
             let depth_of_start = depth(&start.relative);
             live.candidates(&start.relative, &query)
                 .into_iter()
-                .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
+                .map(|found| found.entry(base, depth_of_start))
                 .collect()
         })
     }
@@ -393,7 +411,7 @@ impl TreeModel {
                 nodes
                     .filter(|(key, node)| (pick.keep)(&key.0, node.kind))
                     .take(pick.wanted)
-                    .map(|(key, node)| entry(base, &key.0, node, depth_of_start))
+                    .map(|found| Found::of(found).entry(base, depth_of_start))
                     .collect()
             };
             match max_depth {
@@ -494,7 +512,7 @@ impl Live {
     /// the base files the posting lists name, merged with the loose files
     /// (indexed since the build, or never) that may match. Skipped files
     /// never are; a file's content decides, never a walk of the list.
-    fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<(&'a PathKey, &'a tree::Node)> {
+    fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<Found<'a>> {
         if *query == Query::All {
             return self
                 .tree
@@ -502,26 +520,34 @@ impl Live {
                 .filter(|(_, node)| {
                     node.kind == EntryKind::File && !matches!(node.content, Content::Skipped)
                 })
+                .map(Found::of)
                 .collect();
         }
-        let ids = self.base_matches(query);
+        // The filters first: they judge a file once, whatever its names.
+        let mut ids = self.base_matches(query);
+        ids.retain(|&id| self.base.may_match(id, query));
         let first_names = ids
             .iter()
-            .filter_map(|&id| Some((id, self.base.keys.get(id as usize)?)));
+            .filter_map(|&id| self.base.names.get(id as usize));
         let names = merge_in_path_order(
             first_names,
             self.base.other_names_of(&ids).into_iter(),
-            |(_, key)| key,
+            |name| &name.key,
         );
-        let base = names.into_iter().filter_map(|(id, key)| {
-            if !tree::is_below(&key.0, dir) || key.0 == dir || !self.base.may_match(id, query) {
-                return None;
-            }
-            // Changed or gone since the build: the loose files or nothing.
-            self.tree
-                .get(&key.0)
-                .filter(|(_, node)| matches!(node.content, Content::Base(now) if now == id))
-        });
+        let base = names
+            .into_iter()
+            .filter(|name| {
+                // Changed or gone since the build: the loose files or nothing.
+                tree::is_below(&name.key.0, dir)
+                    && name.key.0 != dir
+                    && self.tree.holds_base(&name.key.0)
+            })
+            .map(|name| Found {
+                key: &name.key,
+                kind: EntryKind::File,
+                size: Some(name.size),
+                ino: name.ino,
+            });
         let loose = self
             .tree
             .loose_under(dir)
@@ -530,8 +556,9 @@ impl Live {
                     query.may_match(Some(&grams.trigrams), grams.filter.as_ref())
                 }
                 _ => true,
-            });
-        merge_in_path_order(base, loose, |(key, _)| key)
+            })
+            .map(Found::of);
+        merge_in_path_order(base, loose, |found| found.key)
     }
 
     /// The base ids whose trigrams satisfy `query`, sorted (their filters
@@ -672,14 +699,38 @@ fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
-fn entry(root: &Path, relative: &str, node: &tree::Node, depth_of_start: usize) -> Entry {
-    Entry {
-        relative: relative.to_string(),
-        path: root.join(relative),
-        kind: node.kind,
-        depth: depth(relative) - depth_of_start,
-        size: node.size(),
-        ino: node.stamp.and_then(|stamp| stamp.inode()),
+/// An entry of the model, with what a listing of it needs.
+struct Found<'a> {
+    key: &'a PathKey,
+    kind: EntryKind,
+    size: Option<u64>,
+    ino: Option<u64>,
+}
+
+impl<'a> Found<'a> {
+    fn of((key, node): (&'a PathKey, &'a tree::Node)) -> Self {
+        Self {
+            key,
+            kind: node.kind,
+            size: node.size(),
+            ino: node.stamp.and_then(|stamp| stamp.inode()),
+        }
+    }
+
+    fn entry(&self, root: &Path, depth_of_start: usize) -> Entry {
+        let relative = &self.key.0;
+        // One allocation (a join grows the root's copy).
+        let mut path = PathBuf::with_capacity(root.as_os_str().len() + 1 + relative.len());
+        path.push(root);
+        path.push(relative);
+        Entry {
+            relative: relative.clone(),
+            path,
+            kind: self.kind,
+            depth: depth(relative) - depth_of_start,
+            size: self.size,
+            ino: self.ino,
+        }
     }
 }
 
@@ -743,8 +794,12 @@ fn build(shared: &Shared) -> Option<()> {
     };
     let mut read = 0;
     for (relative, stamp, content) in indexed.files {
-        read += usize::from(matches!(content, Content::Base(_)));
-        live.tree.adopt(&relative, stamp, content);
+        let indexed = matches!(content, Content::Base(_));
+        read += usize::from(indexed);
+        if !live.tree.adopt(&relative, stamp, content) && indexed {
+            // A call re-read it meanwhile: its base name is out of date.
+            live.tree.lose_base(&relative);
+        }
     }
     live.base = indexed.base;
     live.indexer.without_filters = indexed.without_filters;
@@ -899,7 +954,7 @@ fn index_contents(
         };
         let content = match content {
             Content::Base(id) => {
-                base.push_other_name(id, &relative);
+                base.push_other_name(id, &relative, &stamp);
                 Content::Base(id)
             }
             Content::Fresh(grams) => {
@@ -914,7 +969,7 @@ fn index_contents(
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);
-                base.push(id, &relative, filter);
+                base.push(id, &relative, &stamp, filter);
                 if stamp.linked_identity().is_some() {
                     linked.insert(stamp, Content::Base(id));
                 }
@@ -1352,6 +1407,28 @@ mod tests {
             .map(|e| e.relative)
             .collect();
         assert_eq!(listed, walked);
+        assert_base_names_agree(&model);
+    }
+
+    /// Every base name the model takes without a lookup is a file that
+    /// still holds that name's id.
+    fn assert_base_names_agree(model: &TreeModel) {
+        let state = model.shared.state.lock().unwrap();
+        let State::Ready(live) = &*state else {
+            panic!("the model is ready");
+        };
+        let first_names = live.base.names.iter().enumerate();
+        let other_names = live
+            .base
+            .other_names
+            .iter()
+            .map(|(id, n)| (*id as usize, n));
+        for (id, name) in first_names.chain(other_names) {
+            let holds = live.tree.get(&name.key.0).is_some_and(
+                |(_, node)| matches!(node.content, Content::Base(now) if now as usize == id),
+            );
+            assert_eq!(live.tree.holds_base(&name.key.0), holds, "{}", name.key.0);
+        }
     }
 
     #[cfg(unix)]
@@ -1371,13 +1448,13 @@ mod tests {
             let State::Ready(live) = &*state else {
                 panic!("the model is ready");
             };
-            let first_names: Vec<&str> = live.base.keys.iter().map(|k| k.0.as_str()).collect();
+            let first_names: Vec<&str> = live.base.names.iter().map(|n| n.key.0.as_str()).collect();
             assert_eq!(first_names, ["a/one.txt", "z/solo.txt"]);
             let other_names: Vec<(u32, &str)> = live
                 .base
                 .other_names
                 .iter()
-                .map(|(id, k)| (*id, k.0.as_str()))
+                .map(|(id, n)| (*id, n.key.0.as_str()))
                 .collect();
             assert_eq!(other_names, [(0, "m/two.txt"), (0, "z/three.txt")]);
         }
@@ -1412,6 +1489,7 @@ mod tests {
         assert_eq!(names("late_word"), ["a/late.txt", "z/solo.txt"]);
         std::thread::sleep(Duration::from_millis(250));
         assert!(names("solo_word").is_empty());
+        assert_base_names_agree(&model);
     }
 
     #[test]

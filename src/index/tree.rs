@@ -24,6 +24,8 @@ const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 const NODE_BYTES: usize = 128;
 /// What listing a name of a file with several names costs besides the name.
 const LINKED_NAME_BYTES: usize = 48;
+/// What remembering a file that lost its base id costs besides its path.
+const LOST_NAME_BYTES: usize = 48;
 
 /// A path key ordered as the walker orders paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,11 +246,26 @@ struct Ledger {
     lossy: usize,
     /// The names of each file with several names (hard links), by identity.
     linked: HashMap<(u64, u64), Vec<String>>,
+    /// Files that held their base id (from the build) and hold it no
+    /// longer: changed, gone, or re-read by a call during the build. The
+    /// base names of all other files still stand for their file.
+    base_lost: HashSet<String>,
     /// Paths, nodes and fresh trigram sets, in bytes.
     bytes: usize,
 }
 
 impl Ledger {
+    fn lose_base(&mut self, relative: &str, lost: bool) {
+        let cost = relative.len() + LOST_NAME_BYTES;
+        if lost {
+            if self.base_lost.insert(relative.to_string()) {
+                self.bytes += cost;
+            }
+        } else if self.base_lost.remove(relative) {
+            self.bytes -= cost;
+        }
+    }
+
     /// Adds `node` to the bookkeeping, or takes it out.
     fn account(&mut self, relative: &str, node: &Node, added: bool) {
         let identity = node
@@ -274,6 +291,11 @@ impl Ledger {
                     self.linked.remove(&identity);
                 }
             }
+        }
+        if node.kind == EntryKind::File && matches!(node.content, Content::Base(_)) {
+            // Only the build gives out base ids, and a node keeps its id
+            // only while it stays the same node.
+            self.lose_base(relative, !added);
         }
         if added {
             self.bytes += bytes;
@@ -405,9 +427,9 @@ impl Tree {
 
     /// Takes what the background indexing learned of the file `relative`
     /// when it read the version the file list holds: same stamp, trusted,
-    /// and not re-read by a call since. Otherwise the file stays as the
-    /// calls left it.
-    pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) {
+    /// and not re-read by a call since (true). Otherwise the file stays as
+    /// the calls left it (false).
+    pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) -> bool {
         let unchanged = self.get(relative).is_some_and(|(_, node)| {
             node.kind == EntryKind::File
                 && node.settled
@@ -417,7 +439,21 @@ impl Tree {
         if unchanged && let Some(mut node) = self.remove(relative) {
             node.content = content;
             self.insert(relative.to_string(), node);
+            return true;
         }
+        false
+    }
+
+    /// Marks the file `relative` as no longer holding the base id the build
+    /// gave it (see [`Tree::holds_base`]).
+    pub fn lose_base(&mut self, relative: &str) {
+        self.ledger.lose_base(relative, true);
+    }
+
+    /// Whether the file `relative`, given a base id by the build, still
+    /// holds it: its base name then stands for it without a lookup.
+    pub fn holds_base(&self, relative: &str) -> bool {
+        self.ledger.base_lost.is_empty() || !self.ledger.base_lost.contains(relative)
     }
 
     /// Keys of `dir`'s descendants (all nodes for the root, `.`).

@@ -14,7 +14,7 @@
 //! the middle of is searched again for that page when its first pass kept
 //! too little. The cancel flag is checked per entry, per file and per match.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
@@ -32,7 +32,7 @@ use crate::glob::{PathGlob, below};
 use crate::index::TreeModel;
 use crate::matcher::{self, LineMatcher};
 use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
-use crate::walk::{self, Entry, EntryKind, WalkOptions};
+use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -50,6 +50,10 @@ pub const MAX_OFFSET: usize = 10_000;
 /// threads to sleep and woke them (a futex call each) for about every file.
 /// The stop flag is still checked before each file.
 const BATCH_FILES: usize = 32;
+/// Files with several names whose hits one call remembers (see
+/// [`LinkedHits`]), and the JSON characters of their kept matches.
+const MAX_LINKED_FILES: usize = 65_536;
+const MAX_LINKED_CHARS: usize = 4 * MAX_RESULT_CHARS;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -186,7 +190,7 @@ impl SearchOutput {
 }
 
 /// What one file contributed.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct FileHits {
     /// Path relative to the root; set only when the file has hits.
     file: String,
@@ -231,6 +235,7 @@ pub fn search(
         max_results,
         wanted: input.offset + max_results + 1,
         cancel: cancel.clone(),
+        linked: LinkedHits::default(),
     };
 
     let (mut prefix, files_seen) = if start.real.is_file() {
@@ -336,6 +341,75 @@ struct Plan {
     /// Hits after which the search may stop: offset + max_results + 1.
     wanted: usize,
     cancel: Cancel,
+    linked: LinkedHits,
+}
+
+/// The hits of files with several names (hard links) searched in this
+/// call, by the stamp of the file read: another name of the same file,
+/// unchanged, holds the same lines, so it takes them without a read. Held
+/// within [`MAX_LINKED_FILES`] and [`MAX_LINKED_CHARS`]; past them, names
+/// are read as any file.
+#[derive(Default)]
+struct LinkedHits(Mutex<LinkedHitsInner>);
+
+#[derive(Default)]
+struct LinkedHitsInner {
+    hits: HashMap<Stamp, FileHits>,
+    chars: usize,
+}
+
+impl LinkedHits {
+    /// The hits of `entry`, another name of a file searched before.
+    fn reuse(&self, stamp: &Stamp, entry: &Entry) -> Option<FileHits> {
+        let known = self.0.lock().ok()?;
+        let hits = known.hits.get(stamp)?;
+        if hits.count == 0 {
+            return Some(FileHits {
+                complete: true,
+                ..FileHits::default()
+            });
+        }
+        // Kept matches depend on the name only through the room they take:
+        // a complete set that still fits under this name is what a read
+        // would keep.
+        if !hits.complete {
+            return None;
+        }
+        let matches: Vec<SearchMatch> = hits
+            .matches
+            .iter()
+            .map(|found| SearchMatch {
+                file: entry.relative.clone(),
+                ..found.clone()
+            })
+            .collect();
+        let chars: usize = matches.iter().map(|found| json_len(found) + 1).sum();
+        (chars <= MAX_RESULT_CHARS).then(|| FileHits {
+            file: entry.relative.clone(),
+            source: Some(entry.clone()),
+            matches,
+            count: hits.count,
+            complete: true,
+            rescan_from: None,
+        })
+    }
+
+    fn remember(&self, stamp: Stamp, hits: &FileHits) {
+        let Ok(mut known) = self.0.lock() else {
+            return;
+        };
+        let chars: usize = hits.matches.iter().map(|found| json_len(found) + 1).sum();
+        if known.hits.len() < MAX_LINKED_FILES && known.chars + chars <= MAX_LINKED_CHARS {
+            known.chars += chars;
+            known.hits.insert(
+                stamp,
+                FileHits {
+                    source: None,
+                    ..hits.clone()
+                },
+            );
+        }
+    }
 }
 
 /// What one searching thread keeps from file to file. The matcher is its
@@ -382,15 +456,25 @@ impl Plan {
             buffer,
             matcher,
         } = scratch;
-        let Some(length) = entry
-            .open(gate)
-            .ok()
-            .and_then(|(file, metadata)| read_capped(file, &metadata, buffer))
-        else {
+        let Ok((file, metadata)) = entry.open(gate) else {
+            return FileHits::default();
+        };
+        // Only a first pass: a page's second pass keeps other matches.
+        let linked = Some(Stamp::of(&metadata))
+            .filter(|stamp| keep_from == 0 && stamp.linked_identity().is_some());
+        if let Some(stamp) = &linked
+            && let Some(hits) = self.linked.reuse(stamp, entry)
+        {
+            return hits;
+        }
+        let Some(length) = read_capped(file, &metadata, buffer) else {
             return FileHits::default();
         };
         let haystack = &buffer[..length];
         if looks_binary(&haystack[..length.min(SNIFF_BYTES)]) {
+            if let Some(stamp) = linked {
+                self.linked.remember(stamp, &FileHits::default());
+            }
             return FileHits::default();
         }
         let mut sink = CollectSink {
@@ -408,6 +492,9 @@ impl Plan {
         // A failed search of one file leaves the others unaffected.
         let _ = searcher.search_slice(&*matcher, haystack, &mut sink);
         let mut hits = sink.hits;
+        if let Some(stamp) = linked {
+            self.linked.remember(stamp, &hits);
+        }
         if hits.count > 0 {
             hits.file = entry.relative.clone();
             hits.source = Some(entry.clone());
@@ -933,6 +1020,69 @@ mod tests {
         assert_eq!(lines(&last).first().unwrap().1, 26);
         assert_eq!(last.count, 5);
         assert!(!last.truncated);
+    }
+
+    /// The same tree twice: each file's other names as hard links in one,
+    /// as copies in the other. Every answer must be the same.
+    #[cfg(unix)]
+    #[test]
+    fn other_names_of_a_file_answer_as_copies_would() {
+        let long_line = format!("{}needle{}\n", "x".repeat(150), "y".repeat(150));
+        let originals = [
+            ("few.txt", "a needle\nnothing\nneedle again\n".to_string()),
+            ("none.txt", "nothing here\n".to_string()),
+            ("many.txt", "needle\n".repeat(30)),
+            // With 10 lines of context, more than one file's room.
+            ("wide.txt", long_line.repeat(70)),
+            ("bin.dat", "needle\0binary".to_string()),
+        ];
+        // Names of different lengths, so that kept matches take different room.
+        let names = ["a", "b/longer_folder_name", "c/d/e"];
+        let make = |linked: bool| {
+            let (dir, gate) = project(&[]);
+            for (file, text) in &originals {
+                let first = gate.root().join(names[0]).join(file);
+                std::fs::create_dir_all(first.parent().unwrap()).unwrap();
+                std::fs::write(&first, text).unwrap();
+                for name in &names[1..] {
+                    let other = gate.root().join(name).join(file);
+                    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+                    if linked {
+                        std::fs::hard_link(&first, &other).unwrap();
+                    } else {
+                        std::fs::write(&other, text).unwrap();
+                    }
+                }
+            }
+            (dir, gate)
+        };
+        let ((_linked_dir, linked), (_copied_dir, copied)) = (make(true), make(false));
+        for mode in [
+            OutputMode::Content,
+            OutputMode::Count,
+            OutputMode::FilesWithMatches,
+        ] {
+            for (max_results, offset, context_lines) in [
+                (50, 0, 0),
+                (200, 0, 10),
+                (200, 150, 10),
+                (7, 101, 0),
+                (200, 0, 0),
+            ] {
+                let query = SearchInput {
+                    max_results,
+                    offset,
+                    context_lines,
+                    output_mode: mode,
+                    ..input("needle")
+                };
+                let (a, b) = (search(&linked, &query), search(&copied, &query));
+                let json = |out: Result<SearchOutput, ToolError>| {
+                    serde_json::to_string(&out.unwrap()).unwrap()
+                };
+                assert_eq!(json(a), json(b), "{mode:?} {max_results} {offset}");
+            }
+        }
     }
 
     #[test]
