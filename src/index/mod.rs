@@ -826,7 +826,10 @@ fn build(shared: &Shared) -> Option<()> {
 /// Returns the model without an index and the files to index, in order.
 fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
     let root = shared.gate.root();
-    let watcher = ChangeWatcher::start(root, in_skipped_folder(root));
+    // Watching reads every folder: it too yields to calls.
+    let watcher = ChangeWatcher::start(root, in_skipped_folder(root), &mut || {
+        pacer.yield_to_calls(shared)
+    });
     let start = shared.gate.resolve(".").ok()?;
     let mut tree = Tree::new(&shared.gate);
     let mut listed = Listed::default();
@@ -932,8 +935,9 @@ fn index_contents(
     }
     indexer.without_filters = without_filters;
     let mut base = BaseIndex::default();
-    // What each file with several names held when its first name was read.
-    let mut linked: HashMap<Stamp, Content> = HashMap::new();
+    // Each file with several names, by the stamp its first name was read
+    // with: its base id, or `None` when the searcher would skip it.
+    let mut linked: HashMap<Stamp, Option<u32>> = HashMap::new();
     let mut files = Vec::new();
     let mut parts = Vec::new();
     let mut sealed_bytes = 0;
@@ -944,10 +948,7 @@ fn index_contents(
         pacer.yield_to_calls(shared);
         let (stamp, settled, content) =
             indexer.read_unless_known(&shared.gate, &root.join(&relative), |stamp| {
-                match linked.get(stamp)? {
-                    Content::Base(id) => Some(Content::Base(*id)),
-                    _ => Some(Content::Skipped),
-                }
+                Some(linked.get(stamp)?.map_or(Content::Skipped, Content::Base))
             });
         let Some(stamp) = stamp.filter(|_| settled) else {
             continue;
@@ -971,13 +972,13 @@ fn index_contents(
                 builder.add(&trigrams);
                 base.push(id, &relative, &stamp, filter);
                 if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, Content::Base(id));
+                    linked.insert(stamp, Some(id));
                 }
                 Content::Base(id)
             }
             Content::Skipped => {
                 if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, Content::Skipped);
+                    linked.insert(stamp, None);
                 }
                 Content::Skipped
             }
@@ -1001,8 +1002,10 @@ fn index_contents(
     }
     parts.push(builder.finish());
     let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
-    // Its buffers go before the merge, the build's peak.
+    // Its buffers and the table of linked files go before the merge, the
+    // build's peak.
     drop(indexer);
+    drop(linked);
     // One lookup per trigram at query time instead of one per part.
     base.shard = Shard::merge(parts);
     base.seal();

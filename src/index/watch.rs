@@ -89,13 +89,25 @@ impl ChangeWatcher {
     /// on the drain after one that reported a `.gitignore` or `.ignore`
     /// file, and a folder watched from then on is reported with everything
     /// below it. Start the watcher before walking the tree, so that nothing
-    /// changes unseen between the walk and the first drain.
-    pub fn start(root: &Path, ignored: impl Fn(&Path, bool) -> bool + Send + 'static) -> Self {
+    /// changes unseen between the walk and the first drain. Watching a
+    /// large tree reads every folder: `pause` is called between two, and
+    /// may wait there while the caller has more urgent work.
+    pub fn start(
+        root: &Path,
+        ignored: impl Fn(&Path, bool) -> bool + Send + 'static,
+        pause: &mut dyn FnMut(),
+    ) -> Self {
         let enabled = notifications_enabled(std::env::var_os(WATCH_ENV).as_deref());
-        Self::start_with(root, Box::new(ignored), enabled, Limits::default())
+        Self::start_with(root, Box::new(ignored), enabled, Limits::default(), pause)
     }
 
-    fn start_with(root: &Path, ignored: IgnoredFn, enabled: bool, limits: Limits) -> Self {
+    fn start_with(
+        root: &Path,
+        ignored: IgnoredFn,
+        enabled: bool,
+        limits: Limits,
+        pause: &mut dyn FnMut(),
+    ) -> Self {
         if !enabled {
             tracing::info!(
                 root = %root.display(),
@@ -105,7 +117,7 @@ impl ChangeWatcher {
         }
         #[cfg(target_os = "linux")]
         {
-            match linux::InotifyFeed::start(root, ignored, limits) {
+            match linux::InotifyFeed::start(root, ignored, limits, pause) {
                 Some(feed) => ChangeWatcher {
                     feed: Feed::Inotify(std::sync::Mutex::new(feed)),
                 },
@@ -114,7 +126,7 @@ impl ChangeWatcher {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (ignored, limits);
+            let _ = (ignored, limits, pause);
             tracing::info!(
                 root = %root.display(),
                 "change notifications: none on this platform that report every change \
@@ -296,7 +308,12 @@ mod linux {
     impl InotifyFeed {
         /// Watches every folder below `root` that `ignored` keeps; `None`
         /// (after logging why) when notifications cannot be had.
-        pub(super) fn start(root: &Path, ignored: IgnoredFn, limits: Limits) -> Option<Self> {
+        pub(super) fn start(
+            root: &Path,
+            ignored: IgnoredFn,
+            limits: Limits,
+            pause: &mut dyn FnMut(),
+        ) -> Option<Self> {
             let off = |reason: String| {
                 tracing::warn!(
                     root = %root.display(),
@@ -328,7 +345,7 @@ mod linux {
                 recheck_ignored: false,
                 buffer: vec![0; READ_BUFFER_BYTES],
             };
-            feed.watch_tree(root, &mut Batch::new(false));
+            feed.watch_tree(root, &mut Batch::new(false), pause);
             if let Some(reason) = feed.broken.take() {
                 return off(reason);
             }
@@ -352,7 +369,7 @@ mod linux {
             if self.recheck_ignored {
                 self.recheck_ignored = false;
                 let root = self.root.clone();
-                self.watch_tree(&root, &mut batch);
+                self.watch_tree(&root, &mut batch, &mut || {});
             }
             self.read_pending(&mut batch);
             if self.broken.is_some() {
@@ -445,7 +462,7 @@ mod linux {
             } else if is_dir && !mask.contains(EventMask::DELETE) {
                 // Created, moved in, or permissions changed (a folder that
                 // becomes readable can be watched now).
-                self.watch_tree(&path, batch);
+                self.watch_tree(&path, batch, &mut || {});
             }
             batch.report(path, &self.limits);
         }
@@ -453,9 +470,11 @@ mod linux {
         /// Watches `top` and every folder below it that `ignored` keeps. The
         /// entries of each folder that was not watched before are reported:
         /// whatever was made in it before its watch is covered that way.
-        fn watch_tree(&mut self, top: &Path, batch: &mut Batch) {
+        /// `pause` is called before each folder.
+        fn watch_tree(&mut self, top: &Path, batch: &mut Batch, pause: &mut dyn FnMut()) {
             let mut pending = vec![top.to_path_buf()];
             while let Some(folder) = pending.pop() {
+                pause();
                 if folder != self.root && (self.ignored)(&folder, true) {
                     continue;
                 }
@@ -567,7 +586,7 @@ mod linux {
         fn rewatch(&mut self) {
             let before = std::mem::take(&mut self.folders);
             let root = self.root.clone();
-            self.watch_tree(&root, &mut Batch::new(false));
+            self.watch_tree(&root, &mut Batch::new(false), &mut || {});
             for (number, watched) in before {
                 if !self.folders.contains_key(&number) {
                     let _ = self.inotify.watches().remove(watched.descriptor);
@@ -631,8 +650,13 @@ mod tests {
     #[test]
     fn switched_off_every_drain_is_unknown() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let watcher =
-            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), false, Limits::default());
+        let watcher = ChangeWatcher::start_with(
+            dir.path(),
+            Box::new(|_, _| false),
+            false,
+            Limits::default(),
+            &mut || {},
+        );
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
         std::fs::write(dir.path().join("a.txt"), "a").expect("write");
@@ -664,7 +688,7 @@ mod linux_tests {
         fn with(ignored: IgnoredFn, limits: Limits) -> Fixture {
             let dir = tempfile::tempdir().expect("temp dir");
             let root = dunce::canonicalize(dir.path()).expect("canonical root");
-            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits);
+            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits, &mut || {});
             assert!(watcher.is_live(), "inotify is available here");
             Fixture {
                 _dir: dir,
@@ -947,7 +971,8 @@ mod linux_tests {
             max_watched_folders: 2,
             ..Limits::default()
         };
-        let watcher = ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits);
+        let watcher =
+            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits, &mut || {});
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
     }
@@ -957,8 +982,13 @@ mod linux_tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let root = parent.path().join("proj");
         fs::create_dir(&root).expect("mkdir");
-        let watcher =
-            ChangeWatcher::start_with(&root, Box::new(|_, _| false), true, Limits::default());
+        let watcher = ChangeWatcher::start_with(
+            &root,
+            Box::new(|_, _| false),
+            true,
+            Limits::default(),
+            &mut || {},
+        );
         fs::remove_dir(&root).expect("delete root");
         assert_eq!(watcher.drain(), Changes::Unknown);
         fs::create_dir(&root).expect("recreate");
@@ -973,6 +1003,7 @@ mod linux_tests {
             Box::new(|_, _| false),
             true,
             Limits::default(),
+            &mut || {},
         );
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
