@@ -229,17 +229,9 @@ impl BaseIndex {
         if self.other_names.is_empty() || ids.is_empty() {
             return Vec::new();
         }
-        let named = |at: usize| &self.other_names[at].1;
-        if ids.len() * 8 >= self.other_names.len() {
-            // Many ids: one pass over the names, already in path order.
-            return (0..self.other_names.len())
-                .filter(|&at| ids.binary_search(&self.other_names[at].0).is_ok())
-                .map(named)
-                .collect();
-        }
+        let by_id = &self.other_names_by_id;
         let mut found: Vec<usize> = Vec::new();
         for &id in ids {
-            let by_id = &self.other_names_by_id;
             let from = by_id.partition_point(|&at| self.other_names[at as usize].0 < id);
             found.extend(
                 by_id[from..]
@@ -250,7 +242,10 @@ impl BaseIndex {
         }
         // Positions in `other_names` are in path order.
         found.sort_unstable();
-        found.into_iter().map(named).collect()
+        found
+            .into_iter()
+            .map(|at| &self.other_names[at].1)
+            .collect()
     }
 
     /// Drops the large files' filters (an aid to speed, never needed for

@@ -354,7 +354,8 @@ struct LinkedHits(Mutex<LinkedHitsInner>);
 
 #[derive(Default)]
 struct LinkedHitsInner {
-    hits: HashMap<Stamp, FileHits>,
+    /// Each file's hits, and the JSON characters its kept matches take.
+    hits: HashMap<Stamp, (FileHits, usize)>,
     chars: usize,
 }
 
@@ -362,7 +363,7 @@ impl LinkedHits {
     /// The hits of `entry`, another name of a file searched before.
     fn reuse(&self, stamp: &Stamp, entry: &Entry) -> Option<FileHits> {
         let known = self.0.lock().ok()?;
-        let hits = known.hits.get(stamp)?;
+        let (hits, chars) = known.hits.get(stamp)?;
         if hits.count == 0 {
             return Some(FileHits {
                 complete: true,
@@ -375,39 +376,40 @@ impl LinkedHits {
         if !hits.complete {
             return None;
         }
-        let matches: Vec<SearchMatch> = hits
-            .matches
-            .iter()
-            .map(|found| SearchMatch {
-                file: entry.relative.clone(),
-                ..found.clone()
-            })
-            .collect();
-        let chars: usize = matches.iter().map(|found| json_len(found) + 1).sum();
-        (chars <= MAX_RESULT_CHARS).then(|| FileHits {
+        // The name is the only field that differs, once per match.
+        if let Some(first) = hits.matches.first() {
+            let name_chars = |name: &str| json_len(name) * hits.matches.len();
+            let chars = chars + name_chars(&entry.relative);
+            if chars.saturating_sub(name_chars(&first.file)) > MAX_RESULT_CHARS {
+                return None;
+            }
+        }
+        Some(FileHits {
             file: entry.relative.clone(),
             source: Some(entry.clone()),
-            matches,
+            matches: hits
+                .matches
+                .iter()
+                .map(|found| SearchMatch {
+                    file: entry.relative.clone(),
+                    ..found.clone()
+                })
+                .collect(),
             count: hits.count,
             complete: true,
             rescan_from: None,
         })
     }
 
-    fn remember(&self, stamp: Stamp, hits: &FileHits) {
+    /// Keeps `hits` (whose kept matches take `chars` JSON characters) for
+    /// the file's other names, while there is room.
+    fn remember(&self, stamp: Stamp, hits: &FileHits, chars: usize) {
         let Ok(mut known) = self.0.lock() else {
             return;
         };
-        let chars: usize = hits.matches.iter().map(|found| json_len(found) + 1).sum();
         if known.hits.len() < MAX_LINKED_FILES && known.chars + chars <= MAX_LINKED_CHARS {
             known.chars += chars;
-            known.hits.insert(
-                stamp,
-                FileHits {
-                    source: None,
-                    ..hits.clone()
-                },
-            );
+            known.hits.insert(stamp, (hits.clone(), chars));
         }
     }
 }
@@ -473,7 +475,7 @@ impl Plan {
         let haystack = &buffer[..length];
         if looks_binary(&haystack[..length.min(SNIFF_BYTES)]) {
             if let Some(stamp) = linked {
-                self.linked.remember(stamp, &FileHits::default());
+                self.linked.remember(stamp, &FileHits::default(), 0);
             }
             return FileHits::default();
         }
@@ -491,9 +493,11 @@ impl Plan {
         };
         // A failed search of one file leaves the others unaffected.
         let _ = searcher.search_slice(&*matcher, haystack, &mut sink);
+        // What the kept matches took of the room.
+        let chars = MAX_RESULT_CHARS - sink.room;
         let mut hits = sink.hits;
         if let Some(stamp) = linked {
-            self.linked.remember(stamp, &hits);
+            self.linked.remember(stamp, &hits, chars);
         }
         if hits.count > 0 {
             hits.file = entry.relative.clone();
@@ -1020,6 +1024,48 @@ mod tests {
         assert_eq!(lines(&last).first().unwrap().1, 26);
         assert_eq!(last.count, 5);
         assert!(!last.truncated);
+    }
+
+    /// Reused hits must fit the room under the new name, as a read's would.
+    #[test]
+    fn reused_hits_are_held_to_the_room_under_the_new_name() {
+        let (_dir, gate) = project(&[("a/x.txt", "needle\n")]);
+        let stamp = Stamp::of(&std::fs::metadata(gate.root().join("a/x.txt")).unwrap());
+        let found = SearchMatch {
+            file: "a/x.txt".into(),
+            line: 1,
+            text: "needle".into(),
+            before: None,
+            after: None,
+        };
+        let matches = vec![found; 10];
+        let chars: usize = matches.iter().map(|m| json_len(m) + 1).sum();
+        let hits = FileHits {
+            count: 10,
+            complete: true,
+            matches,
+            ..FileHits::default()
+        };
+        let entry = |relative: &str| Entry {
+            relative: relative.into(),
+            path: gate.root().join(relative),
+            kind: EntryKind::File,
+            depth: 2,
+            size: None,
+            ino: None,
+        };
+        // Kept matches that took the whole room: they fit under a name of
+        // the same length, not under a longer one.
+        let linked = LinkedHits::default();
+        linked.remember(stamp, &hits, MAX_RESULT_CHARS);
+        let same = linked.reuse(&stamp, &entry("b/x.txt")).unwrap();
+        assert_eq!(same.matches.len(), 10);
+        assert!(same.matches.iter().all(|m| m.file == "b/x.txt"));
+        assert!(linked.reuse(&stamp, &entry("bb/x.txt")).is_none());
+        // With room to spare, a longer name takes them too.
+        let roomy = LinkedHits::default();
+        roomy.remember(stamp, &hits, chars);
+        assert_eq!(roomy.reuse(&stamp, &entry("bb/x.txt")).unwrap().count, 10);
     }
 
     /// The same tree twice: each file's other names as hard links in one,
