@@ -211,6 +211,7 @@ impl BaseIndex {
     /// Lists `relative` as another name of the file indexed as `id`; names
     /// come in path order.
     fn push_other_name(&mut self, id: u32, relative: &str, stamp: &Stamp) {
+        // Its id, and its position in the by-id table.
         self.key_bytes += relative.len() + NAME_BYTES + 8;
         self.other_names.push((id, BaseName::new(relative, stamp)));
     }
