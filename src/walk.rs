@@ -20,11 +20,12 @@
 //! any symlink must be the one the walker listed (same inode). Names read
 //! through a swapped folder fail that test and are dropped.
 
+use std::borrow::Cow;
 use std::fs::{File, Metadata};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
@@ -141,39 +142,51 @@ pub fn walk_picked(
 ) -> io::Result<Vec<Entry>> {
     ensure_readable(start)?;
     let (sender, receiver) = mpsc::channel();
+    let rules = rule_tree(gate, start, options.include_ignored);
     builder(
         gate,
         start,
         max_depth,
-        options.include_ignored,
-        Folders::Confirmed,
+        rules.clone(),
+        Folders::ConfirmedOnEntry,
     )
     .threads(worker_threads())
     .build_parallel()
     .run(|| {
-        let sender = sender.clone();
+        let mut firsts = Firsts::new(wanted, sender.clone());
         let gate = gate.clone();
+        let rules = rules.clone();
         let cancel = options.cancel.clone();
         Box::new(move |result| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
             }
-            if let Some(entry) = result
-                .ok()
-                .and_then(|e| to_entry(&e, &gate))
-                .filter(|entry| keep(&entry.relative, entry.kind))
-            {
-                // The receiver outlives the walk; a send cannot fail.
-                let _ = sender.send(entry);
+            let Ok(found) = result else {
+                return WalkState::Continue;
+            };
+            if found.depth() > 0 && found.file_type().is_some_and(|t| t.is_dir()) {
+                let at_max_depth = max_depth.is_some_and(|max| found.depth() >= max);
+                if !entered(&gate, &found, rules.as_deref().filter(|_| !at_max_depth)) {
+                    return WalkState::Skip;
+                }
+            }
+            let keep = |relative: &str, kind| keep(relative, kind) && firsts.may_hold(relative);
+            if let Some(entry) = to_entry(&found, &gate, &keep) {
+                firsts.push(entry);
             }
             WalkState::Continue
         })
     });
     drop(sender);
-    let mut entries: Vec<Entry> = receiver.into_iter().collect();
+    let mut entries = Vec::new();
+    let mut some_left_out = false;
+    for (held, left_out) in receiver {
+        entries.extend(held);
+        some_left_out |= left_out;
+    }
     entries.sort_unstable_by(|a, b| path_order(&a.relative, &b.relative));
     let mut last = LastFolder::default();
-    let confirmed = entries
+    let confirmed: Vec<Entry> = entries
         .into_iter()
         .filter_map(|mut entry| {
             // A folder was confirmed before the walk descended into it; a
@@ -191,7 +204,89 @@ pub fn walk_picked(
         })
         .take(wanted)
         .collect();
+    if confirmed.len() < wanted && some_left_out {
+        // Entries dropped above left room for ones a thread let go: walk
+        // again holding every match (only when files vanish mid-walk).
+        let mut all = walk_picked(gate, start, max_depth, options, keep, usize::MAX)?;
+        all.truncate(wanted);
+        return Ok(all);
+    }
     Ok(confirmed)
+}
+
+/// The first `wanted` entries (in [`path_order`]) that one thread of a
+/// parallel walk picked; sent to the caller when the thread ends. An entry
+/// after all of them is let go before it is even built, so a find of
+/// `**/*.rs` in a large tree holds `wanted` entries per thread, not every
+/// match.
+struct Firsts {
+    /// A max-heap: the last of the first `wanted` on top.
+    held: std::collections::BinaryHeap<ByPath>,
+    wanted: usize,
+    /// True once an entry was let go.
+    left_out: bool,
+    sender: mpsc::Sender<(Vec<Entry>, bool)>,
+}
+
+impl Firsts {
+    fn new(wanted: usize, sender: mpsc::Sender<(Vec<Entry>, bool)>) -> Self {
+        Firsts {
+            held: std::collections::BinaryHeap::new(),
+            wanted,
+            left_out: false,
+            sender,
+        }
+    }
+
+    /// False when an entry at `relative` would be let go at once.
+    fn may_hold(&self, relative: &str) -> bool {
+        self.held.len() < self.wanted
+            || self
+                .held
+                .peek()
+                .is_some_and(|last| path_order(relative, &last.0.relative).is_lt())
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.held.push(ByPath(entry));
+        if self.held.len() > self.wanted {
+            self.held.pop();
+        }
+        // Once full, every later match is held or let go in its place.
+        self.left_out |= self.held.len() == self.wanted;
+    }
+}
+
+impl Drop for Firsts {
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut self.held).into_vec();
+        let entries = held.into_iter().map(|ByPath(entry)| entry).collect();
+        // The receiver outlives the walk; a send cannot fail.
+        let _ = self.sender.send((entries, self.left_out));
+    }
+}
+
+/// An entry ordered by its path, in [`path_order`].
+struct ByPath(Entry);
+
+impl PartialEq for ByPath {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.relative == other.0.relative
+    }
+}
+
+impl Eq for ByPath {}
+
+impl PartialOrd for ByPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        path_order(&self.0.relative, &other.0.relative)
+    }
 }
 
 /// True when the walk `options` describe finds a file under `start`; stops
@@ -253,13 +348,38 @@ pub fn walk_files_to_open(
     )
 }
 
-/// Whether a folder is confirmed (see the module notes) before the walk
-/// descends into it.
+/// Whether and how a folder is confirmed (see the module notes) before the
+/// walk descends into it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Folders {
+    /// As the walk lists it, before it is read.
     Confirmed,
+    /// By [`entered`], once read and before its entries are looked at:
+    /// opening it beneath the root confirms it, and its ignore files are
+    /// read through that handle.
+    ConfirmedOnEntry,
     /// The caller confirms each file when it opens it.
     OpenedFilesConfirm,
+}
+
+/// Opens the folder the parallel walk reached through the root handle; true
+/// when it is the folder the walk listed (same inode). Its ignore files are
+/// then read through that handle, by name: a walk from the root for each
+/// of them cost more than the rest of the walk.
+fn entered(gate: &PathGate, folder: &DirEntry, rules: Option<&ignore_rules::RuleTree>) -> bool {
+    let Ok(opened) = gate.open_folder(folder.path()) else {
+        // A folder that cannot be opened (no permission) is still shown
+        // when it is the one listed; nothing in it could be read either.
+        return confirmed(gate, folder);
+    };
+    #[cfg(unix)]
+    if folder.ino() != Some(opened.ino()) {
+        return false;
+    }
+    if let Some(rules) = rules {
+        rules.enter(folder.path(), &opened);
+    }
+    true
 }
 
 fn sorted(
@@ -275,14 +395,15 @@ fn sorted(
     // space on the thread that uses them, where a shared one's would come
     // from a locked pool for every entry.
     let gate = &gate.clone();
-    let walker = builder(gate, start, max_depth, options.include_ignored, folders)
+    let rules = rule_tree(gate, start, options.include_ignored);
+    let walker = builder(gate, start, max_depth, rules, folders)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
     for result in walker {
         if options.cancel.is_cancelled() {
             break;
         }
-        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate))
+        if let Some(entry) = result.ok().and_then(|e| to_entry(&e, gate, &|_, _| true))
             && visit(entry).is_break()
         {
             break;
@@ -316,11 +437,10 @@ fn builder(
     gate: &PathGate,
     start: &ResolvedPath,
     max_depth: Option<usize>,
-    include_ignored: bool,
+    rules: Option<Arc<ignore_rules::RuleTree>>,
     folders: Folders,
 ) -> WalkBuilder {
     let root = gate.root().to_path_buf();
-    let rules = (!include_ignored).then(|| ignore_rules::RuleTree::new(gate, &start.real));
     let filter_gate = gate.clone();
     let mut builder = WalkBuilder::new(&start.real);
     builder
@@ -334,9 +454,18 @@ fn builder(
         .follow_links(false)
         .max_depth(max_depth)
         .filter_entry(move |entry| {
-            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, rules.as_ref(), folders)
+            entry.depth() == 0 || is_visible(entry, &root, &filter_gate, rules.as_deref(), folders)
         });
     builder
+}
+
+/// The ignore rules a walk applies: none with `include_ignored`.
+fn rule_tree(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    include_ignored: bool,
+) -> Option<Arc<ignore_rules::RuleTree>> {
+    (!include_ignored).then(|| Arc::new(ignore_rules::RuleTree::new(gate, &start.real)))
 }
 
 /// Threads for walking and searching: one per core, at least two so that
@@ -370,7 +499,7 @@ fn is_visible(
     !is_dir
         || relative_to(root, entry.path()).is_some_and(|relative| {
             !gate.is_denied_entry(&relative)
-                && (folders == Folders::OpenedFilesConfirm || confirmed(gate, entry))
+                && (folders != Folders::Confirmed || confirmed(gate, entry))
         })
 }
 
@@ -393,20 +522,22 @@ pub fn is_skipped_dir(name: &str) -> bool {
 /// The entry as the tools see it, not confirmed yet (folders were when they
 /// were filtered; the caller confirms what it reports, or opens files
 /// through [`Entry::open`], which confirms them); `None` for the starting
-/// folder and deny-listed files (denied folders never get this far).
-fn to_entry(entry: &DirEntry, gate: &PathGate) -> Option<Entry> {
+/// folder, deny-listed files (denied folders never get this far) and what
+/// `keep` refuses, which costs no allocation.
+fn to_entry(entry: &DirEntry, gate: &PathGate, keep: &Keep<'_>) -> Option<Entry> {
     if entry.depth() == 0 {
         return None;
     }
     let file_type = entry.file_type()?;
     let relative = relative_to(gate.root(), entry.path())?;
-    if !file_type.is_dir() && gate.is_denied_entry(&relative) {
+    let kind = EntryKind::of(file_type);
+    if !file_type.is_dir() && gate.is_denied_entry(&relative) || !keep(&relative, kind) {
         return None;
     }
     Some(Entry {
-        relative,
+        relative: relative.into_owned(),
         path: entry.path().to_path_buf(),
-        kind: EntryKind::of(file_type),
+        kind,
         depth: entry.depth(),
         size: None,
         #[cfg(unix)]
@@ -417,15 +548,15 @@ fn to_entry(entry: &DirEntry, gate: &PathGate) -> Option<Entry> {
 }
 
 /// `path` relative to `root`, `/`-separated; runs once per file and twice
-/// per folder (pruning, then reporting), so it must stay cheap.
+/// per folder (pruning, then reporting), so it must stay cheap: borrowed
+/// from `path` where that is already the answer.
 #[cfg(unix)]
-fn relative_to(root: &Path, path: &Path) -> Option<String> {
-    crate::security::bytes_below_root(root, path)
-        .map(|rest| String::from_utf8_lossy(rest).into_owned())
+fn relative_to<'a>(root: &Path, path: &'a Path) -> Option<Cow<'a, str>> {
+    crate::security::bytes_below_root(root, path).map(String::from_utf8_lossy)
 }
 
 #[cfg(not(unix))]
-fn relative_to(root: &Path, path: &Path) -> Option<String> {
+fn relative_to<'a>(root: &Path, path: &'a Path) -> Option<Cow<'a, str>> {
     let rest = path.strip_prefix(root).ok()?;
     let mut relative = String::with_capacity(rest.as_os_str().len());
     for component in rest.components() {
@@ -434,7 +565,7 @@ fn relative_to(root: &Path, path: &Path) -> Option<String> {
         }
         relative.push_str(&component.as_os_str().to_string_lossy());
     }
-    Some(relative)
+    Some(Cow::Owned(relative))
 }
 
 #[cfg(test)]
@@ -529,7 +660,7 @@ mod tests {
                 let parts: Vec<_> = rest.iter().map(|p| p.to_string_lossy()).collect();
                 parts.join("/")
             });
-            assert_eq!(found, by_parts, "{root} {path}");
+            assert_eq!(found.map(Cow::into_owned), by_parts, "{root} {path}");
         }
     }
 
@@ -674,6 +805,53 @@ mod tests {
         }
         let shallow = walk_picked(&gate, &start, Some(1), &options, &files, usize::MAX).unwrap();
         assert!(shallow.iter().all(|entry| entry.depth == 1));
+    }
+
+    /// A parallel walk's threads each hold only their first entries; the
+    /// union still holds the first ones of the whole walk.
+    #[test]
+    fn a_pick_from_a_wide_tree_is_its_first_entries() {
+        let files: Vec<(String, &str)> = (0..40)
+            .flat_map(|folder| {
+                (0..12).map(move |file| (format!("d{}/{}/f{file}.txt", folder % 7, folder), "x"))
+            })
+            .collect();
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+        let (_dir, root) = crate::security::temp_root(&files);
+        let gate = PathGate::new(root, &[]).unwrap();
+        let start = gate.resolve(".").unwrap();
+        let options = WalkOptions::default();
+        let all = walk(&gate, &start, None, &options).unwrap();
+        let txt = |relative: &str, _| relative.ends_with(".txt");
+        for wanted in [1, 5, 37, 200, 479, 480, 481] {
+            let picked = walk_picked(&gate, &start, None, &options, &txt, wanted).unwrap();
+            let expected: Vec<&str> = names(&all)
+                .into_iter()
+                .filter(|name| name.ends_with(".txt"))
+                .take(wanted)
+                .collect();
+            assert_eq!(names(&picked), expected, "wanted {wanted}");
+        }
+    }
+
+    /// Files that vanish after a thread held them leave room for the ones
+    /// it let go: the pick still holds the first files that are there.
+    #[test]
+    fn a_pick_refills_what_vanished_during_the_walk() {
+        let files: Vec<(String, &str)> = (0..60).map(|n| (format!("f{n:02}.txt"), "x")).collect();
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+        let (_dir, root) = crate::security::temp_root(&files);
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let start = gate.resolve(".").unwrap();
+        // Every file before f50 is taken away as soon as the walk sees it.
+        let vanish = |relative: &str, _| {
+            if relative < "f50" {
+                let _ = std::fs::remove_file(root.join(relative));
+            }
+            true
+        };
+        let picked = walk_picked(&gate, &start, None, &WalkOptions::default(), &vanish, 4).unwrap();
+        assert_eq!(names(&picked), ["f50.txt", "f51.txt", "f52.txt", "f53.txt"]);
     }
 
     /// The search's walk leaves folders to the opens: a file listed before

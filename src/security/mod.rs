@@ -20,7 +20,8 @@ use std::sync::Arc;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 pub use open::{
-    EntryStat, LastFolder, MAX_SEARCHED_BYTES, RootDir, SNIFF_BYTES, looks_binary, read_searchable,
+    EntryStat, LastFolder, MAX_SEARCHED_BYTES, OpenFolder, RootDir, SNIFF_BYTES, looks_binary,
+    read_searchable,
 };
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
@@ -265,6 +266,23 @@ impl PathGate {
     /// [`PathGate::open_file`], with the open file's metadata.
     pub fn open_file_with_metadata(&self, path: &Path) -> io::Result<(File, Metadata)> {
         self.opener.open_file(self.below_root(path)?)
+    }
+
+    /// Opens the folder at `path` (inside the root, as the walker produced
+    /// it) through the root handle, without following symlinks, so that
+    /// files in it open by name ([`PathGate::open_file_in`]).
+    pub fn open_folder(&self, path: &Path) -> io::Result<OpenFolder> {
+        self.opener.open_folder(self.below_root(path)?)
+    }
+
+    /// Opens the regular file `name` in `folder`; refuses what
+    /// [`PathGate::open_file`] refuses.
+    pub fn open_file_in(
+        &self,
+        folder: &OpenFolder,
+        name: &std::ffi::OsStr,
+    ) -> io::Result<(File, Metadata)> {
+        self.opener.open_file_in(folder, name)
     }
 
     /// Looks at the entry at `path` (inside the root, as the walker produced

@@ -144,10 +144,10 @@ fn not_plain() -> io::Error {
 }
 
 #[cfg(unix)]
-pub use unix::{LastFolder, RootDir};
+pub use unix::{LastFolder, OpenFolder, RootDir};
 
 #[cfg(not(unix))]
-pub use other::{LastFolder, RootDir};
+pub use other::{LastFolder, OpenFolder, RootDir};
 
 #[cfg(unix)]
 mod unix {
@@ -175,6 +175,22 @@ mod unix {
     #[derive(Debug, Default)]
     pub struct LastFolder {
         held: Option<(PathBuf, OwnedFd)>,
+    }
+
+    /// A folder opened beneath the root without following symlinks: the
+    /// files in it open by name, with no walk from the root, and a later
+    /// swap of the folder's name cannot redirect them.
+    #[derive(Debug)]
+    pub struct OpenFolder {
+        fd: OwnedFd,
+        ino: u64,
+    }
+
+    impl OpenFolder {
+        /// The folder's inode number.
+        pub fn ino(&self) -> u64 {
+            self.ino
+        }
     }
 
     /// The project root, held open: every open starts here, so renaming or
@@ -234,20 +250,45 @@ mod unix {
         /// folder, a FIFO, socket or device is refused.
         pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
             ensure_plain(relative)?;
-            match self.open_checked(relative, FILE_FLAGS) {
-                Ok(fd) => regular_only(File::from(fd)),
-                // Opening a socket (or a device without a driver) says ENXIO.
-                Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
-                    Err(not_regular("a special file (FIFO, socket or device)"))
-                }
-                Err(error) => Err(error),
-            }
+            opened_file(self.open_checked(relative, FILE_FLAGS))
         }
 
         /// Looks at the entry at `relative` without following it, through
         /// folders that are not symlinks.
         pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
             self.stat_through(relative, None)
+        }
+
+        /// Opens the folder at `relative` (no symlink on the way or at the
+        /// end), to open files in it by name.
+        pub fn open_folder(&self, relative: &Path) -> io::Result<OpenFolder> {
+            ensure_plain(relative)?;
+            let fd = self.open_checked(relative, FOLDER_FLAGS)?;
+            // `fstat`, not a lookup of "." in it: that needs the right to
+            // search the folder, which a folder shown by name may lack.
+            // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+            let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: `fd` is open and `stat` is writable.
+            if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(OpenFolder {
+                fd,
+                ino: stat.st_ino,
+            })
+        }
+
+        /// Opens the regular file `name` in `folder`, as [`RootDir::open_file`]
+        /// opens one by its whole path.
+        pub fn open_file_in(
+            &self,
+            folder: &OpenFolder,
+            name: &OsStr,
+        ) -> io::Result<(File, Metadata)> {
+            if name.as_bytes().contains(&b'/') || name == ".." {
+                return Err(not_plain());
+            }
+            opened_file(open_at(folder.fd.as_fd(), name, FILE_FLAGS))
         }
 
         /// [`RootDir::entry_stat`], reusing the folder handle in `last` when
@@ -299,6 +340,18 @@ mod unix {
                 return linux::openat2_beneath(self.fd.as_fd(), path, flags);
             }
             open_step_by_step(self.fd.as_fd(), &plain_names(relative)?, flags)
+        }
+    }
+
+    /// A file just opened, if it is a regular one.
+    fn opened_file(opened: io::Result<OwnedFd>) -> io::Result<(File, Metadata)> {
+        match opened {
+            Ok(fd) => regular_only(File::from(fd)),
+            // Opening a socket (or a device without a driver) says ENXIO.
+            Err(error) if error.raw_os_error() == Some(libc::ENXIO) => {
+                Err(not_regular("a special file (FIFO, socket or device)"))
+            }
+            Err(error) => Err(error),
         }
     }
 
@@ -470,6 +523,20 @@ mod other {
     #[derive(Debug, Default)]
     pub struct LastFolder;
 
+    /// Without `openat`, a folder is its root-relative path, checked when
+    /// it was opened and again for each file opened in it.
+    #[derive(Debug)]
+    pub struct OpenFolder {
+        relative: PathBuf,
+    }
+
+    impl OpenFolder {
+        /// No inode numbers here; the walker compares none.
+        pub fn ino(&self) -> u64 {
+            0
+        }
+    }
+
     /// The project root. Without `openat`, paths are opened by name and
     /// checked after the open: the real location must still be inside the
     /// root (a swap between the open and the check is the remaining gap).
@@ -533,6 +600,30 @@ mod other {
             self.entry_stat(relative)
         }
 
+        pub fn open_folder(&self, relative: &Path) -> io::Result<OpenFolder> {
+            let stat = self.entry_stat(relative)?;
+            if !stat.is_dir {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "it is not a folder",
+                ));
+            }
+            Ok(OpenFolder {
+                relative: relative.to_path_buf(),
+            })
+        }
+
+        pub fn open_file_in(
+            &self,
+            folder: &OpenFolder,
+            name: &OsStr,
+        ) -> io::Result<(File, Metadata)> {
+            if Path::new(name).components().count() != 1 || name == ".." {
+                return Err(not_plain());
+            }
+            self.open_file(&folder.relative.join(name))
+        }
+
         fn located(&self, relative: &Path) -> io::Result<PathBuf> {
             Ok(plain_names(relative)?
                 .iter()
@@ -564,6 +655,48 @@ mod tests {
         let (dir, root) = crate::security::temp_root(files);
         let opener = RootDir::open(&root).unwrap();
         (dir, opener)
+    }
+
+    /// A folder opened beneath the root opens the files in it by name, and
+    /// refuses there what opening by the whole path refuses.
+    #[cfg(unix)]
+    #[test]
+    fn files_open_by_name_in_an_open_folder() {
+        let (dir, root) = root_with(&[("a/.gitignore", "x\n"), ("a/sub/f.txt", "f")]);
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret"), "s").unwrap();
+        let a = dir.path().join("a");
+        std::os::unix::fs::symlink(outside.path().join("secret"), a.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        let folder = root.open_folder(Path::new("a")).unwrap();
+        assert_eq!(
+            folder.ino(),
+            fs::metadata(&a)
+                .map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    m.ino()
+                })
+                .unwrap()
+        );
+        let (_, metadata) = root
+            .open_file_in(&folder, OsStr::new(".gitignore"))
+            .unwrap();
+        assert_eq!(metadata.len(), 2);
+        for refused in ["link", "sub", "missing", "sub/f.txt", ".."] {
+            assert!(
+                root.open_file_in(&folder, OsStr::new(refused)).is_err(),
+                "{refused}"
+            );
+        }
+        assert!(
+            root.open_folder(Path::new("out")).is_err(),
+            "a symlinked folder"
+        );
+        assert!(
+            root.open_folder(Path::new("a/sub/f.txt")).is_err(),
+            "a file"
+        );
+        assert!(root.open_folder(Path::new("../a")).is_err());
     }
 
     #[test]
