@@ -5,7 +5,7 @@
 //! `file://` URIs included, is here; asking the client is the server's).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{RwLock, watch};
@@ -13,7 +13,7 @@ use tokio::sync::{RwLock, watch};
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
 use crate::index::TreeModel;
-use crate::security::{PathError, PathGate};
+use crate::security::PathGate;
 
 #[derive(Debug)]
 pub struct Project {
@@ -24,7 +24,12 @@ pub struct Project {
     pub docs: Result<String, String>,
     /// The docs folder as configured or defaulted, for messages.
     pub docs_location: PathBuf,
-    pub checks: CheckCatalog,
+    /// Detected on first use, not at start: reading the project's files
+    /// (and the deny-list's first match) would delay the `initialize`
+    /// answer.
+    checks: OnceLock<CheckCatalog>,
+    /// What the detection of checks reads.
+    config: Config,
     /// The live model of the tree (file list and content index), built in
     /// the background; it goes with the root when the root changes.
     pub model: TreeModel,
@@ -39,14 +44,24 @@ impl Project {
             .clone()
             .unwrap_or_else(|| root.join("docs"));
         let docs = docs_folder(&gate, &docs_location);
-        let checks = CheckCatalog::detect(config, &gate);
         let model = TreeModel::new(&gate, &config.index);
         Ok(Self {
             model,
             gate,
             docs,
             docs_location,
-            checks,
+            checks: OnceLock::new(),
+            config: config.clone(),
+        })
+    }
+
+    /// The checks this project offers: the configured ones and those
+    /// detected from its files.
+    pub fn checks(&self) -> &CheckCatalog {
+        self.checks.get_or_init(|| {
+            let checks = CheckCatalog::detect(&self.config, &self.gate);
+            tracing::info!(checks = %checks.names().join(","), "project checks");
+            checks
         })
     }
 
@@ -71,11 +86,11 @@ fn docs_folder(gate: &PathGate, location: &Path) -> Result<String, String> {
     let Some(relative) = gate.relative_of(location) else {
         return Err(refused("lies outside"));
     };
-    match gate.resolve(&relative) {
-        Err(PathError::SymlinkEscape(_)) => Err(refused("resolves (through a symlink) outside")),
-        // Missing, denied or not a folder: decided again on every call.
-        _ => Ok(relative),
+    if gate.leads_outside(&relative) {
+        return Err(refused("resolves (through a symlink) outside"));
     }
+    // Missing, denied or not a folder: decided again on every call.
+    Ok(relative)
 }
 
 /// The current project, swapped atomically when the client's roots change.

@@ -194,7 +194,7 @@ impl ProjectHelper {
         let project = self.project.get().await;
         let progress = ProgressForwarder::start(&context);
         let end = tools::check::run_check(
-            &project.checks,
+            project.checks(),
             &input,
             |update| progress.send(update),
             async {
@@ -551,7 +551,6 @@ async fn serve(config: Config) -> i32 {
     tracing::info!(
         root = %project.root().display(),
         docs = %project.docs_location.display(),
-        checks = %project.checks.names().join(","),
         version = env!("CARGO_PKG_VERSION"),
         "serving MCP on stdio"
     );

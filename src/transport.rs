@@ -151,7 +151,10 @@ async fn read_line<R: AsyncBufRead + Unpin>(
                 (false, false) => LineRead::Line,
             });
         }
-        let (used, done) = match memchr::memchr(b'\n', chunk) {
+        // A plain scan, not `memchr`: its CPU feature detection (slow
+        // `cpuid` exits on a VM) would otherwise run before the
+        // `initialize` answer, and a chunk is a few KiB.
+        let (used, done) = match chunk.iter().position(|&byte| byte == b'\n') {
             Some(index) => (index + 1, true),
             None => (chunk.len(), false),
         };

@@ -164,26 +164,51 @@ impl PathGate {
         if self.is_denied(&relative) {
             return Err(PathError::Denied(shown_path(&relative)));
         }
-        let spelled = self.spelled(&components);
-        let real = match dunce::canonicalize(&spelled) {
-            Ok(real) => real,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                return Err(self.missing_or_escape(&components, relative));
-            }
-            Err(error) => {
-                return Err(PathError::Unreadable {
-                    path: shown_path(&relative),
-                    message: error.to_string(),
-                });
-            }
-        };
-        let Some(real_relative) = self.relative_of(&real) else {
-            return Err(PathError::SymlinkEscape(shown_path(&relative)));
-        };
+        let (real, real_relative) = self.locate(&components, &relative)?;
         if self.is_denied(&real_relative) {
             return Err(PathError::Denied(shown_path(&relative)));
         }
         Ok(ResolvedPath { relative, real })
+    }
+
+    /// True when `input` leads outside the root through a symlink, as
+    /// [`PathGate::resolve`] would say, but without the deny-list: the
+    /// start-up's check of the docs folder, which the deny-list's matchers
+    /// (and their CPU feature detection) need not delay.
+    pub fn leads_outside(&self, input: &str) -> bool {
+        lexical_components(input).is_ok_and(|components| {
+            let relative = join_relative(&components);
+            matches!(
+                self.locate(&components, &relative),
+                Err(PathError::SymlinkEscape(_))
+            )
+        })
+    }
+
+    /// The real location of the root-relative `components` (spelled
+    /// `relative`), and its real root-relative path.
+    fn locate(
+        &self,
+        components: &[String],
+        relative: &str,
+    ) -> Result<(PathBuf, String), PathError> {
+        let spelled = self.spelled(components);
+        let real = match dunce::canonicalize(&spelled) {
+            Ok(real) => real,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(self.missing_or_escape(components, relative));
+            }
+            Err(error) => {
+                return Err(PathError::Unreadable {
+                    path: shown_path(relative),
+                    message: error.to_string(),
+                });
+            }
+        };
+        match self.relative_of(&real) {
+            Some(real_relative) => Ok((real, real_relative)),
+            None => Err(PathError::SymlinkEscape(shown_path(relative))),
+        }
     }
 
     /// The root joined with `components`, built in one buffer.
@@ -199,7 +224,7 @@ impl PathGate {
     /// existing ancestor already leads outside (then say so, not
     /// "missing"). Existence only shrinks along a path, so a binary search
     /// finds that ancestor with a logarithmic number of lookups.
-    fn missing_or_escape(&self, components: &[String], relative: String) -> PathError {
+    fn missing_or_escape(&self, components: &[String], relative: &str) -> PathError {
         // The root is canonical already: no lookups for it.
         let canonical = |count: usize| match count {
             0 => Some(self.root.clone()),
@@ -219,9 +244,9 @@ impl PathGate {
         }
         let deepest = deepest.or_else(|| canonical(exists));
         if deepest.is_some_and(|real| self.relative_of(&real).is_none()) {
-            PathError::SymlinkEscape(shown_path(&relative))
+            PathError::SymlinkEscape(shown_path(relative))
         } else {
-            PathError::NotFound(shown_path(&relative))
+            PathError::NotFound(shown_path(relative))
         }
     }
 

@@ -197,9 +197,9 @@ pub fn check_description() -> String {
 /// The check tool's input schema: an enum of the offered names, each
 /// described, so the model never has to guess.
 fn check_input_schema(project: &Project) -> JsonObject {
-    let names = project.checks.names();
+    let names = project.checks().names();
     let runs = project
-        .checks
+        .checks()
         .summaries()
         .into_iter()
         .map(|(name, command)| format!("'{name}' runs `{command}`"))
