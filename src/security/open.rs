@@ -525,16 +525,10 @@ mod other {
 
     /// Without `openat`, a folder is its root-relative path, checked when
     /// it was opened and again for each file opened in it.
+    /// (No inode numbers here; the walker compares none.)
     #[derive(Debug)]
     pub struct OpenFolder {
         relative: PathBuf,
-    }
-
-    impl OpenFolder {
-        /// No inode numbers here; the walker compares none.
-        pub fn ino(&self) -> u64 {
-            0
-        }
     }
 
     /// The project root. Without `openat`, paths are opened by name and
