@@ -193,17 +193,15 @@ impl ProjectHelper {
         let started = Instant::now();
         let project = self.project.get().await;
         let progress = ProgressForwarder::start(&context);
-        let end = tools::check::run_check(
-            project.checks(),
-            &input,
-            |update| progress.send(update),
-            async {
-                tokio::select! {
-                    () = context.ct.cancelled() => {}
-                    () = self.client_gone.cancelled() => {}
-                }
-            },
-        )
+        // Detection reads project files on first use: not on the runtime's
+        // own time.
+        let checks = tokio::task::block_in_place(|| project.checks());
+        let end = tools::check::run_check(checks, &input, |update| progress.send(update), async {
+            tokio::select! {
+                () = context.ct.cancelled() => {}
+                () = self.client_gone.cancelled() => {}
+            }
+        })
         .await;
         progress.finish().await;
 
@@ -468,7 +466,8 @@ impl ServerHandler for ProjectHelper {
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         Ok(ListToolsResult {
             result_type: Some(ResultType::COMPLETE),
-            tools: self.tools.listed(&project),
+            // The check tool's schema may detect the checks (file reads).
+            tools: tokio::task::block_in_place(|| self.tools.listed(&project)),
             meta: None,
             next_cursor: None,
             // The check list follows the root, so clients must not cache it.

@@ -143,26 +143,7 @@ impl RuleTree {
     /// first use walks from the root to it. A parallel walk calls this as it
     /// enters each folder, before it looks at the folder's entries.
     pub fn enter(&self, folder: &Path, opened: &OpenFolder) {
-        let key = folder.as_os_str();
-        if self
-            .chains
-            .read()
-            .is_ok_and(|chains| chains.contains_key(key))
-        {
-            return;
-        }
-        let parent = match folder.parent() {
-            Some(parent) if folder != self.start && folder.starts_with(&self.start) => {
-                self.chain(parent)
-            }
-            _ => return,
-        };
-        let chain = Chain::read(folder, Some(parent), |name| {
-            self.gate.open_file_in(opened, name.as_ref())
-        });
-        if let Ok(mut chains) = self.chains.write() {
-            chains.insert(key.to_owned(), chain);
-        }
+        self.chain_read_by(folder, |name| self.gate.open_file_in(opened, name.as_ref()));
     }
 
     /// False when the ignore files exclude `path`.
@@ -191,6 +172,18 @@ impl RuleTree {
     /// The walk admits a folder before it lists it, so its parent's chain
     /// is usually there already.
     fn chain(&self, folder: &Path) -> Arc<Chain> {
+        self.chain_read_by(folder, |name| {
+            self.gate.open_file_with_metadata(&folder.join(name))
+        })
+    }
+
+    /// [`RuleTree::chain`], with `open` opening the folder's ignore files
+    /// (given each file's name) when the chain is not there yet.
+    fn chain_read_by(
+        &self,
+        folder: &Path,
+        open: impl Fn(&str) -> io::Result<(File, Metadata)>,
+    ) -> Arc<Chain> {
         let key = folder.as_os_str();
         if let Some(chain) = self.chains.read().ok().and_then(|c| c.get(key).cloned()) {
             return chain;
@@ -202,7 +195,7 @@ impl RuleTree {
             // Nothing above the start is walked; a stray path gets its rules.
             _ => return self.start_chain(),
         };
-        let chain = Chain::new(&self.gate, folder, Some(parent));
+        let chain = Chain::read(folder, Some(parent), open);
         if let Ok(mut chains) = self.chains.write() {
             chains.insert(key.to_owned(), chain.clone());
         }
