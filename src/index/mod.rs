@@ -38,7 +38,8 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
 /// scratch each while sorting, so 8 MiB (unless one file alone has more).
-/// The shards are merged into one at the end. (Half as many pairs made the
+/// The shards are merged into one at the end, a group of trigrams at a
+/// time, each group of the parts freed once merged. (Half as many pairs made the
 /// build's peak larger, not smaller: every shard repeats the trigrams it
 /// shares with the others.)
 const SHARD_PAIRS: usize = 512 * 1024;
@@ -963,6 +964,9 @@ fn index_contents(
                     let shard = std::mem::replace(&mut builder, next).finish();
                     sealed_bytes += shard.bytes();
                     parts.push(shard);
+                    // The sort's scratch is gone: without this, the
+                    // freed pages stay with the process until the end.
+                    return_freed_memory();
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);

@@ -20,7 +20,9 @@
 //! (as Zoekt does), so a shard can be built in bounded scratch memory and
 //! candidates come out sorted. Each shard holds, per trigram, the sorted ids
 //! of its files that contain it: delta + varint encoded, or a bitmap when
-//! that is smaller.
+//! that is smaller. A shard's trigrams are grouped by their first byte (a
+//! group keeps the low 16 bits of each), so the final merge of the build's
+//! shards frees their lists a group at a time.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -194,21 +196,143 @@ impl FileGrams {
 /// Marks an offset whose posting list is a bitmap rather than varints.
 const BITMAP_FLAG: u32 = 1 << 31;
 
-/// The posting lists of a run of consecutive file ids.
+/// Trigrams are grouped by their first byte.
+const GROUPS: usize = 256;
+
+/// The posting lists of a run of consecutive file ids, grouped by the
+/// trigram's first byte: a merge frees each group of its parts as soon as
+/// the merged group is written, so the build never holds two whole copies.
 #[derive(Debug, Default)]
 pub struct Shard {
     first_id: u32,
     files: u32,
-    /// Sorted trigrams present in the shard.
-    keys: Vec<u32>,
+    /// [`GROUPS`] groups (none when the shard is empty).
+    groups: Box<[Group]>,
+}
+
+/// The lists of the trigrams that share a first byte.
+#[derive(Debug, Default)]
+struct Group {
+    /// The low 16 bits of the group's trigrams, sorted.
+    keys: Vec<u16>,
     /// Start of each key's list in `data` (flagged when a bitmap), plus the end.
     offsets: Vec<u32>,
     data: Vec<u8>,
 }
 
+impl Group {
+    fn bytes(&self) -> usize {
+        self.keys.capacity() * 2 + self.offsets.capacity() * 4 + self.data.capacity()
+    }
+
+    /// The posting list of the `index`-th key: whether it is a bitmap, and
+    /// its bytes.
+    fn list_at(&self, index: usize) -> (bool, &[u8]) {
+        let start = self.offsets[index];
+        let end = (self.offsets[index + 1] & !BITMAP_FLAG) as usize;
+        (
+            start & BITMAP_FLAG != 0,
+            &self.data[(start & !BITMAP_FLAG) as usize..end],
+        )
+    }
+
+    /// Appends the list of `low` (sorted local ids): a bitmap of
+    /// `bitmap_bytes` when that is smaller than varints, which cost at
+    /// least a byte per id.
+    fn push_list(&mut self, low: u16, ids: &[u32], bitmap_bytes: usize) {
+        self.keys.push(low);
+        let offset = self.data.len() as u32;
+        if ids.len() > bitmap_bytes {
+            self.offsets.push(offset | BITMAP_FLAG);
+            let start = self.data.len();
+            self.data.resize(start + bitmap_bytes, 0);
+            for &local in ids {
+                self.data[start + (local / 8) as usize] |= 1 << (local % 8);
+            }
+        } else {
+            self.offsets.push(offset);
+            let mut previous = 0;
+            for &local in ids {
+                write_varint(&mut self.data, local - previous);
+                previous = local;
+            }
+        }
+    }
+
+    /// The lists written so far, in buffers of their exact size; `self`
+    /// is left empty, its buffers kept for the next group. (Shrinking each
+    /// group's own buffers instead would leave holes between the groups
+    /// that the allocator cannot give back.)
+    fn take_exact(&mut self) -> Group {
+        if self.keys.is_empty() {
+            return Group::default();
+        }
+        self.offsets.push(self.data.len() as u32);
+        let group = Group {
+            keys: self.keys.as_slice().to_vec(),
+            offsets: self.offsets.as_slice().to_vec(),
+            data: self.data.as_slice().to_vec(),
+        };
+        self.keys.clear();
+        self.offsets.clear();
+        self.data.clear();
+        group
+    }
+
+    /// One group with the lists of `parts` (the same group of shards of
+    /// consecutive ids, in order, each with its first id), ids made local
+    /// to `first_id`; written through `scratch`.
+    fn merge(
+        parts: &[(u32, Group)],
+        first_id: u32,
+        bitmap_bytes: usize,
+        scratch: &mut Group,
+    ) -> Group {
+        // The next key of each part, smallest first (parts in id order on ties).
+        let mut next: BinaryHeap<Reverse<(u16, usize)>> = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(index, (_, part))| Some(Reverse((*part.keys.first()?, index))))
+            .collect();
+        let mut cursors = vec![0usize; parts.len()];
+        let mut ids = Vec::new();
+        while let Some(Reverse((low, _))) = next.peek().copied() {
+            ids.clear();
+            while let Some(Reverse((_, index))) = next.peek().copied().filter(|r| r.0.0 == low) {
+                next.pop();
+                let (part_first_id, part) = &parts[index];
+                let (is_bitmap, bytes) = part.list_at(cursors[index]);
+                let local = |id: u32| id - first_id;
+                if is_bitmap {
+                    ids.extend(Bits::new(*part_first_id, bytes).map(local));
+                } else {
+                    ids.extend(Varints::new(*part_first_id, bytes).map(local));
+                }
+                cursors[index] += 1;
+                if let Some(&following) = part.keys.get(cursors[index]) {
+                    next.push(Reverse((following, index)));
+                }
+            }
+            scratch.push_list(low, &ids, bitmap_bytes);
+        }
+        scratch.take_exact()
+    }
+}
+
 impl Shard {
+    fn empty(first_id: u32, files: u32) -> Shard {
+        Shard {
+            first_id,
+            files,
+            groups: std::iter::repeat_with(Group::default)
+                .take(GROUPS)
+                .collect(),
+        }
+    }
+
     pub fn bytes(&self) -> usize {
-        self.keys.capacity() * 4 + self.offsets.capacity() * 4 + self.data.capacity()
+        self.groups.iter().map(Group::bytes).sum::<usize>()
+            + self.groups.len() * std::mem::size_of::<Group>()
     }
 
     pub fn id_range(&self) -> std::ops::Range<u32> {
@@ -258,18 +382,9 @@ impl Shard {
 
     /// `key`'s posting list: whether it is a bitmap, and its bytes.
     fn list(&self, key: u32) -> Option<(bool, &[u8])> {
-        let index = self.keys.binary_search(&key).ok()?;
-        Some(self.list_at(index))
-    }
-
-    /// The posting list of the `index`-th key.
-    fn list_at(&self, index: usize) -> (bool, &[u8]) {
-        let start = self.offsets[index];
-        let end = (self.offsets[index + 1] & !BITMAP_FLAG) as usize;
-        (
-            start & BITMAP_FLAG != 0,
-            &self.data[(start & !BITMAP_FLAG) as usize..end],
-        )
+        let group = self.groups.get((key >> 16) as usize)?;
+        let index = group.keys.binary_search(&(key as u16)).ok()?;
+        Some(group.list_at(index))
     }
 }
 
@@ -376,11 +491,8 @@ impl ShardBuilder {
         let files = self.next_id - self.first_id;
         let pairs = radix_sort_by_trigram(self.pairs);
         let bitmap_bytes = files.div_ceil(8) as usize;
-        let mut shard = Shard {
-            first_id: self.first_id,
-            files,
-            ..Shard::default()
-        };
+        let mut shard = Shard::empty(self.first_id, files);
+        let mut scratch = Group::default();
         let mut ids: Vec<u32> = Vec::new();
         let mut index = 0;
         while index < pairs.len() {
@@ -390,9 +502,15 @@ impl ShardBuilder {
                 ids.push(pairs[index] as u32);
                 index += 1;
             }
-            shard.push_list(key, &ids, bitmap_bytes);
+            scratch.push_list(key as u16, &ids, bitmap_bytes);
+            let group = (key >> 16) as usize;
+            if pairs
+                .get(index)
+                .is_none_or(|&next| (next >> 48) as usize != group)
+            {
+                shard.groups[group] = scratch.take_exact();
+            }
         }
-        shard.seal();
         shard
     }
 }
@@ -400,81 +518,25 @@ impl ShardBuilder {
 impl Shard {
     /// One shard with the lists of `parts`, shards of consecutive ids in
     /// order: a query then looks each trigram up once, not once per part.
-    pub fn merge(parts: Vec<Shard>) -> Shard {
+    /// Each group of the parts is freed once merged, so the merge holds
+    /// little more than the parts did.
+    pub fn merge(mut parts: Vec<Shard>) -> Shard {
         let first_id = parts.first().map_or(0, |part| part.first_id);
         let files = parts.iter().map(|part| part.files).sum::<u32>();
         let bitmap_bytes = files.div_ceil(8) as usize;
-        // Sized once: growing by doubling would hold two copies of the
-        // largest buffer at the build's peak. Merged lists take at most
-        // their parts' bytes plus one longer first delta each.
-        let key_count = parts.iter().map(|part| part.keys.len()).sum::<usize>();
-        let data_bytes = parts.iter().map(|part| part.data.len()).sum::<usize>();
-        let mut merged = Shard {
-            first_id,
-            files,
-            keys: Vec::with_capacity(key_count),
-            offsets: Vec::with_capacity(key_count + 1),
-            data: Vec::with_capacity(data_bytes + key_count * 4),
-        };
-        // The next key of each part, smallest first (parts in id order on ties).
-        let mut next: BinaryHeap<Reverse<(u32, usize)>> = parts
-            .iter()
-            .enumerate()
-            .filter_map(|(part, shard)| Some(Reverse((*shard.keys.first()?, part))))
-            .collect();
-        let mut cursors = vec![0usize; parts.len()];
-        let mut ids = Vec::new();
-        while let Some(Reverse((key, _))) = next.peek().copied() {
-            ids.clear();
-            while let Some(Reverse((_, part))) = next.peek().copied().filter(|r| r.0.0 == key) {
-                next.pop();
-                let shard = &parts[part];
-                let (is_bitmap, bytes) = shard.list_at(cursors[part]);
-                let local = |id: u32| id - first_id;
-                if is_bitmap {
-                    ids.extend(Bits::new(shard.first_id, bytes).map(local));
-                } else {
-                    ids.extend(Varints::new(shard.first_id, bytes).map(local));
-                }
-                cursors[part] += 1;
-                if let Some(&following) = shard.keys.get(cursors[part]) {
-                    next.push(Reverse((following, part)));
-                }
-            }
-            merged.push_list(key, &ids, bitmap_bytes);
+        let mut merged = Shard::empty(first_id, files);
+        let mut scratch = Group::default();
+        for (index, group) in merged.groups.iter_mut().enumerate() {
+            let taken: Vec<(u32, Group)> = parts
+                .iter_mut()
+                .filter_map(|part| {
+                    let group = std::mem::take(part.groups.get_mut(index)?);
+                    Some((part.first_id, group))
+                })
+                .collect();
+            *group = Group::merge(&taken, first_id, bitmap_bytes, &mut scratch);
         }
-        merged.seal();
         merged
-    }
-
-    /// Appends `key`'s list of local ids (sorted): a bitmap of
-    /// `bitmap_bytes` when that is smaller than varints, which cost at
-    /// least a byte per id.
-    fn push_list(&mut self, key: u32, ids: &[u32], bitmap_bytes: usize) {
-        self.keys.push(key);
-        let offset = self.data.len() as u32;
-        if ids.len() > bitmap_bytes {
-            self.offsets.push(offset | BITMAP_FLAG);
-            let start = self.data.len();
-            self.data.resize(start + bitmap_bytes, 0);
-            for &local in ids {
-                self.data[start + (local / 8) as usize] |= 1 << (local % 8);
-            }
-        } else {
-            self.offsets.push(offset);
-            let mut previous = 0;
-            for &local in ids {
-                write_varint(&mut self.data, local - previous);
-                previous = local;
-            }
-        }
-    }
-
-    fn seal(&mut self) {
-        self.offsets.push(self.data.len() as u32);
-        self.keys.shrink_to_fit();
-        self.offsets.shrink_to_fit();
-        self.data.shrink_to_fit();
     }
 }
 
@@ -639,6 +701,15 @@ mod tests {
         assert!(shard.list_bytes(rare) < shard.list_bytes(common));
     }
 
+    /// No group keeps spare room: a merge's memory is its lists.
+    fn exactly_sized(shard: &Shard) -> bool {
+        shard.groups.iter().all(|group| {
+            group.keys.capacity() == group.keys.len()
+                && group.offsets.capacity() == group.offsets.len()
+                && group.data.capacity() == group.data.len()
+        })
+    }
+
     #[test]
     fn merged_shards_hold_the_same_lists() {
         let keys: Vec<u32> = (0..40u8)
@@ -664,7 +735,9 @@ mod tests {
             .iter()
             .map(|&key| parts.iter().flat_map(|part| part.postings(key)).collect())
             .collect();
+        assert!(parts.iter().all(exactly_sized));
         let merged = Shard::merge(parts);
+        assert!(exactly_sized(&merged));
         assert_eq!(merged.id_range(), 3..first_id);
         for (key, expected) in keys.iter().zip(expected) {
             assert_eq!(merged.postings(*key), expected, "key {key:x}");
