@@ -8,12 +8,15 @@
 //! regex of up to 1,000 NFA states (ripgrep's setting, with no switch to
 //! skip it), 0.2 to 30 ms per call, more than an indexed search spends
 //! reading its candidates. The lazy DFA that remains builds only the states
-//! a haystack needs and scans as fast. A differential test against
-//! grep-regex (below) keeps the answers the same.
+//! a haystack needs and scans as fast. A query that is one literal string
+//! skips the regex engine altogether (a substring search, built in
+//! microseconds). A differential test against grep-regex (below) keeps the
+//! answers the same.
 
 use std::collections::BTreeSet;
 
 use grep_matcher::{LineMatchKind, LineTerminator, Match, Matcher, NoCaptures, NoError};
+use memchr::memmem;
 use regex_automata::meta::{self, Regex};
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::{self, Hir, HirKind};
@@ -29,14 +32,27 @@ const NEST_LIMIT: u32 = 250;
 /// shared, each clone keeps its own scratch space).
 #[derive(Clone, Debug)]
 pub struct LineMatcher {
-    regex: Regex,
-    /// Finds the lines that may match (they hold one of the literals every
-    /// match holds) when the regex alone would run its automaton over every
-    /// byte: `\w+_parse_\w+` is twice as fast this way.
-    candidate_lines: Option<Regex>,
+    engine: Engine,
     /// `\n`, unless the pattern is anchored to the whole haystack (`\A`,
     /// `\z`): then the searcher hands it one line at a time.
     line_terminator: Option<LineTerminator>,
+}
+
+#[derive(Clone, Debug)]
+enum Engine {
+    /// A pattern that is one literal string (a case-sensitive literal
+    /// query, or a regex without metacharacters): a substring search finds
+    /// the same leftmost match, and building it costs a fraction of a
+    /// regex's compilation, which an indexed search would otherwise spend
+    /// more on than on reading its few candidates.
+    Literal(Box<memmem::Finder<'static>>),
+    Regex {
+        regex: Regex,
+        /// Finds the lines that may match (they hold one of the literals
+        /// every match holds) when the regex alone would run its automaton
+        /// over every byte: `\w+_parse_\w+` is twice as fast this way.
+        candidate_lines: Option<Regex>,
+    },
 }
 
 /// Parses `query` (a regex, or with `literal` a plain substring) as the
@@ -44,6 +60,10 @@ pub struct LineMatcher {
 /// a query: the matcher compiles it and the index plans from it. The error
 /// says what is wrong with the pattern.
 pub fn parse(query: &str, literal: bool, case_insensitive: bool) -> Result<Hir, String> {
+    if literal && !case_insensitive {
+        // What the parser makes of the escaped text, without running it.
+        return without_line_breaks(Hir::literal(query.as_bytes()));
+    }
     let pattern = if literal {
         format!("(?:{})", regex_syntax::escape(query))
     } else {
@@ -65,6 +85,12 @@ impl LineMatcher {
     /// Compiles a query [`parse`] gave; the error says what is wrong with it
     /// (too large, say).
     pub fn new(hir: &Hir) -> Result<Self, String> {
+        if let HirKind::Literal(hir::Literal(bytes)) = hir.kind() {
+            return Ok(Self {
+                engine: Engine::Literal(Box::new(memmem::Finder::new(bytes).into_owned())),
+                line_terminator: Some(LineTerminator::byte(b'\n')),
+            });
+        }
         let anchored = hir.properties().look_set().contains_anchor_haystack();
         let config = meta::Config::new()
             .match_kind(MatchKind::LeftmostFirst)
@@ -94,8 +120,10 @@ impl LineMatcher {
             None => None,
         };
         Ok(Self {
-            regex,
-            candidate_lines,
+            engine: Engine::Regex {
+                regex,
+                candidate_lines,
+            },
             line_terminator: (!anchored).then(|| LineTerminator::byte(b'\n')),
         })
     }
@@ -106,11 +134,15 @@ impl Matcher for LineMatcher {
     type Error = NoError;
 
     fn find_at(&self, haystack: &[u8], at: usize) -> Result<Option<Match>, NoError> {
-        let input = Input::new(haystack).span(at..haystack.len());
-        Ok(self
-            .regex
-            .find(input)
-            .map(|found| Match::new(found.start(), found.end())))
+        Ok(match &self.engine {
+            Engine::Literal(finder) => finder.find(&haystack[at..]).map(|start| {
+                let start = at + start;
+                Match::new(start, start + finder.needle().len())
+            }),
+            Engine::Regex { regex, .. } => regex
+                .find(Input::new(haystack).span(at..haystack.len()))
+                .map(|found| Match::new(found.start(), found.end())),
+        })
     }
 
     fn new_captures(&self) -> Result<NoCaptures, NoError> {
@@ -118,8 +150,13 @@ impl Matcher for LineMatcher {
     }
 
     fn shortest_match_at(&self, haystack: &[u8], at: usize) -> Result<Option<usize>, NoError> {
-        let input = Input::new(haystack).span(at..haystack.len());
-        Ok(self.regex.search_half(&input).map(|end| end.offset()))
+        Ok(match &self.engine {
+            // One string: the match that ends first is the leftmost.
+            Engine::Literal(_) => self.find_at(haystack, at)?.map(|found| found.end()),
+            Engine::Regex { regex, .. } => regex
+                .search_half(&Input::new(haystack).span(at..haystack.len()))
+                .map(|end| end.offset()),
+        })
     }
 
     fn line_terminator(&self) -> Option<LineTerminator> {
@@ -128,11 +165,14 @@ impl Matcher for LineMatcher {
 
     /// The searcher confirms a candidate with the whole regex on its line.
     fn find_candidate_line(&self, haystack: &[u8]) -> Result<Option<LineMatchKind>, NoError> {
-        Ok(match &self.candidate_lines {
-            Some(literals) => literals
+        Ok(match &self.engine {
+            Engine::Regex {
+                candidate_lines: Some(literals),
+                ..
+            } => literals
                 .search_half(&Input::new(haystack))
                 .map(|found| LineMatchKind::Candidate(found.offset())),
-            None => self.shortest_match(haystack)?.map(LineMatchKind::Confirmed),
+            _ => self.shortest_match(haystack)?.map(LineMatchKind::Confirmed),
         })
     }
 }
@@ -566,6 +606,34 @@ mod tests {
     }
 
     #[test]
+    fn case_sensitive_literals_are_parsed_as_the_parser_would() {
+        let parsed = |query: &str| {
+            regex_syntax::ParserBuilder::new()
+                .nest_limit(NEST_LIMIT)
+                .octal(false)
+                .utf8(false)
+                .unicode(true)
+                .build()
+                .parse(&format!("(?:{})", regex_syntax::escape(query)))
+                .map_err(|error| error.to_string())
+                .and_then(without_line_breaks)
+        };
+        for query in [
+            "",
+            "a",
+            "fn main()",
+            "a.b*c?[d]{2}(e)|f^$\\",
+            "k\u{212A}\u{17F}s ünï 😀",
+            "\t tab",
+        ] {
+            assert_eq!(parse(query, true, false), parsed(query), "{query:?}");
+        }
+        assert_eq!(parse("a\nb", true, false), parsed("a\nb"));
+        let engine = LineMatcher::new(&parse("fn main(", true, false).unwrap()).unwrap();
+        assert!(matches!(engine.engine, Engine::Literal(_)));
+    }
+
+    #[test]
     fn candidate_lines_give_grep_regex_answers() {
         let text = "let x_parse_y = 1;\n  Sherlock Holmes \nnot_parse\nfoo BAR_parse_it\n\u{212A}_parse_\u{17F}\n";
         for query in [
@@ -574,7 +642,16 @@ mod tests {
             r"\b\w+_parse_\w*\b",
         ] {
             let ours = LineMatcher::new(&parse(query, false, false).unwrap()).unwrap();
-            assert!(ours.candidate_lines.is_some(), "{query}");
+            assert!(
+                matches!(
+                    ours.engine,
+                    Engine::Regex {
+                        candidate_lines: Some(_),
+                        ..
+                    }
+                ),
+                "{query}"
+            );
             for case_insensitive in [false, true] {
                 assert_same(query, false, case_insensitive, text);
             }

@@ -612,7 +612,7 @@ fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Ve
         Query::Nothing => Some(Vec::new()),
         Query::Trigram(key) => Some(cache.get(shard, *key).as_ref().clone()),
         // Only filters hold long grams.
-        Query::Gram(_) => None,
+        Query::Gram(_) | Query::ExactGram(..) => None,
         Query::And(parts) => {
             // Only the shortest trigram list is decoded; the ids left are
             // then tested against the longer ones.
@@ -1051,6 +1051,7 @@ mod tests {
         "naïve",
         "foo_bar",
         "FooBar",
+        "FOO_BAR_NEEDLE",
         "needle",
         "haystack",
         "zebra",

@@ -105,11 +105,24 @@ const FILTER_BYTES_PER_BIT: usize = 3;
 const FILTER_PROBES: u64 = 3;
 
 /// Calls `found` with the key of every sparse n-gram of 4 to 8 bytes of
-/// `folded` (already folded as [`fold`] does).
-pub fn long_grams(folded: &[u8], mut found: impl FnMut(u32)) {
-    sparse_ngrams::collect_sparse_grams_scan(folded, |gram, _| {
+/// `text` (folded as [`fold`] does, or as it is).
+pub fn long_grams(text: &[u8], mut found: impl FnMut(u32)) {
+    sparse_ngrams::collect_sparse_grams_scan(text, |gram, _| {
         if gram.len() >= 4 {
             found(gram.as_u32());
+        }
+    });
+}
+
+/// [`long_grams`], with whether each gram holds an upper-case ASCII letter.
+pub fn long_grams_with_case(text: &[u8], mut found: impl FnMut(u32, bool)) {
+    sparse_ngrams::collect_sparse_grams_scan(text, |gram, end| {
+        if gram.len() >= 4 {
+            let end = end as usize;
+            let upper = text[end - gram.len()..end]
+                .iter()
+                .any(u8::is_ascii_uppercase);
+            found(gram.as_u32(), upper);
         }
     });
 }
@@ -119,26 +132,84 @@ pub fn long_grams(folded: &[u8], mut found: impl FnMut(u32)) {
 #[derive(Debug)]
 pub struct GramFilter {
     words: Box<[u64]>,
+    case: FilterCase,
+}
+
+/// Files at least this large, with at least one upper-case letter in
+/// [`CASE_EXACT_UPPER_SHARE`], also keep their long grams with the letters'
+/// case as it is. Folded grams alone let a case-sensitive `finalize_reset`
+/// admit every file of `FINALIZE_...` constants (in the bench corpus, most
+/// of the large files read for nothing, a sixth to two thirds of their
+/// letters upper case); the larger files have the room in their filters (a
+/// sixth of the bits set). The second pass costs the build about as much
+/// as the first, so files with little upper case go without it.
+pub const CASE_EXACT_MIN_BYTES: usize = 64 * 1024;
+
+/// One letter in this many upper case makes a large file keep its case.
+const CASE_EXACT_UPPER_SHARE: usize = 4;
+
+/// Marks the key of a gram kept with its case (folded keys use the low 27
+/// bits only).
+const CASE_EXACT: u32 = 1 << 31;
+
+/// What a filter knows of its file's letter case.
+#[derive(Debug, Clone, Copy)]
+enum FilterCase {
+    /// Folded grams only: a file below [`CASE_EXACT_MIN_BYTES`], or with
+    /// little upper case.
+    Folded,
+    /// The file holds no upper-case ASCII letter: its grams are their
+    /// folded selves.
+    NoUpperCase,
+    /// Folded grams, and the grams as they are under [`CASE_EXACT`].
+    Exact,
 }
 
 impl GramFilter {
     /// The filter of `content` when it is at least [`FILTER_MIN_BYTES`]
-    /// long; `content` is folded in place.
+    /// long; `content` may be left folded.
     pub fn of(content: &mut [u8]) -> Option<GramFilter> {
         if content.len() < FILTER_MIN_BYTES {
             return None;
         }
-        // As [`fold`] does.
-        content.make_ascii_lowercase();
-        let folded = &*content;
         let bits = filter_bits(content.len());
-        let mut words = vec![0u64; bits / 64].into_boxed_slice();
-        long_grams(folded, |key| {
-            for bit in probes(key, bits) {
-                words[bit / 64] |= 1 << (bit % 64);
+        if content.len() < CASE_EXACT_MIN_BYTES {
+            // As [`fold`] does.
+            content.make_ascii_lowercase();
+            let words = gram_words(&[(content, 0)], bits);
+            return Some(GramFilter {
+                words,
+                case: FilterCase::Folded,
+            });
+        }
+        // The work is halved between this thread and one more, on the core
+        // the build otherwise leaves idle. Every window of up to 8 bytes
+        // lies in one of the two halves of a text.
+        let middle = content.len() / 2;
+        let case = letter_case(content);
+        let filter = if let FilterCase::Exact = case {
+            let (first, second) = (content[..middle].to_vec(), content[middle - 7..].to_vec());
+            content.make_ascii_lowercase();
+            GramFilter {
+                words: gram_words_on_two_threads(
+                    [(&content[..middle], 0), (&first, CASE_EXACT)],
+                    [(&content[middle - 7..], 0), (&second, CASE_EXACT)],
+                    bits,
+                ),
+                case,
             }
-        });
-        Some(GramFilter { words })
+        } else {
+            content.make_ascii_lowercase();
+            GramFilter {
+                words: gram_words_on_two_threads(
+                    [(&content[..middle], 0)],
+                    [(&content[middle - 7..], 0)],
+                    bits,
+                ),
+                case,
+            }
+        };
+        Some(filter)
     }
 
     /// What [`GramFilter::of`] takes for a file of `len` bytes, as
@@ -151,16 +222,85 @@ impl GramFilter {
         filter_bits(len) / 8 + std::mem::size_of::<GramFilter>()
     }
 
-    /// Whether the file may hold the gram `key` (false: it surely does not).
+    /// Whether the file may hold the folded gram `key` (false: it surely
+    /// does not).
     pub fn may_hold(&self, key: u32) -> bool {
         let bits = self.words.len() * 64;
         probes(key, bits).all(|bit| self.words[bit / 64] & (1 << (bit % 64)) != 0)
+    }
+
+    /// Whether the file may hold the gram `key` with its letters' case as
+    /// they are; `upper`: the gram holds an upper-case ASCII letter.
+    pub fn may_hold_exact(&self, key: u32, upper: bool) -> bool {
+        match self.case {
+            FilterCase::Folded => true,
+            // The gram is its folded self, or one that cannot be there.
+            FilterCase::NoUpperCase => !upper && self.may_hold(key),
+            FilterCase::Exact => self.may_hold(key | CASE_EXACT),
+        }
     }
 
     /// Its bits and its handle, in bytes.
     pub fn bytes(&self) -> usize {
         self.words.len() * 8 + std::mem::size_of::<GramFilter>()
     }
+}
+
+/// What the filter of a file of at least [`CASE_EXACT_MIN_BYTES`] keeps
+/// of its letters' case.
+fn letter_case(content: &[u8]) -> FilterCase {
+    let upper = content
+        .iter()
+        .filter(|byte| byte.is_ascii_uppercase())
+        .count();
+    let lower = content
+        .iter()
+        .filter(|byte| byte.is_ascii_lowercase())
+        .count();
+    if upper == 0 {
+        FilterCase::NoUpperCase
+    } else if upper * CASE_EXACT_UPPER_SHARE >= upper + lower {
+        FilterCase::Exact
+    } else {
+        FilterCase::Folded
+    }
+}
+
+/// The bits of a filter of `bits` bits holding the long grams of each
+/// text, their keys marked with its mark ([`CASE_EXACT`] or 0).
+fn gram_words(texts: &[(&[u8], u32)], bits: usize) -> Box<[u64]> {
+    let mut words = vec![0u64; bits / 64].into_boxed_slice();
+    for &(text, mark) in texts {
+        long_grams(text, |key| {
+            for bit in probes(key | mark, bits) {
+                words[bit / 64] |= 1 << (bit % 64);
+            }
+        });
+    }
+    words
+}
+
+/// [`gram_words`] of both sets of texts in one filter, the second set on a
+/// thread of its own (here, when none can be had).
+fn gram_words_on_two_threads<const N: usize>(
+    mine: [(&[u8], u32); N],
+    other: [(&[u8], u32); N],
+    bits: usize,
+) -> Box<[u64]> {
+    let (mut words, theirs) = std::thread::scope(|scope| {
+        let theirs = std::thread::Builder::new()
+            .spawn_scoped(scope, || gram_words(&other, bits))
+            .ok();
+        (
+            gram_words(&mine, bits),
+            theirs.and_then(|pass| pass.join().ok()),
+        )
+    });
+    let theirs = theirs.unwrap_or_else(|| gram_words(&other, bits));
+    for (word, more) in words.iter_mut().zip(theirs.iter()) {
+        *word |= more;
+    }
+    words
 }
 
 /// A filter's size in bits for a file of `len` bytes: a power of two, so
@@ -630,14 +770,7 @@ mod tests {
 
     /// A large text made of `words`, one per line, cycling.
     fn large_text(words: &[&str]) -> Vec<u8> {
-        let mut text = Vec::new();
-        while text.len() < FILTER_MIN_BYTES {
-            for word in words {
-                text.extend_from_slice(word.as_bytes());
-                text.push(b'\n');
-            }
-        }
-        text
+        text_of(words, FILTER_MIN_BYTES)
     }
 
     fn query_grams(needle: &str) -> Vec<u32> {
@@ -678,6 +811,98 @@ mod tests {
         let filter = GramFilter::of(&mut text.clone()).expect("large");
         let grams = query_grams("handle_request");
         assert!(!grams.iter().all(|&key| filter.may_hold(key)));
+    }
+
+    /// The grams a case-sensitive query asks the filter for, as it is.
+    fn exact_grams(needle: &str) -> Vec<(u32, bool)> {
+        let mut grams = Vec::new();
+        long_grams_with_case(needle.as_bytes(), |key, upper| grams.push((key, upper)));
+        assert!(!grams.is_empty(), "{needle}");
+        grams
+    }
+
+    fn holds_exactly(filter: &GramFilter, needle: &str) -> bool {
+        exact_grams(needle)
+            .into_iter()
+            .all(|(key, upper)| filter.may_hold_exact(key, upper))
+    }
+
+    fn holds_folded(filter: &GramFilter, needle: &str) -> bool {
+        query_grams(needle).iter().all(|&key| filter.may_hold(key))
+    }
+
+    /// Repeats `lines` until the text is at least `len` bytes.
+    fn text_of(lines: &[&str], len: usize) -> Vec<u8> {
+        let mut text = Vec::new();
+        while text.len() < len {
+            for line in lines {
+                text.extend_from_slice(line.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn the_largest_files_keep_the_case_of_their_grams() {
+        let lines = [
+            "pub const FINALIZE_VARIABLE_RESET: u32 = 1;",
+            "fn Mixed_Case_Word() {}",
+        ];
+        let mut text = text_of(&lines, CASE_EXACT_MIN_BYTES);
+        let filter = GramFilter::of(&mut text).expect("large");
+        // Case-sensitive: only the case the file holds.
+        assert!(holds_exactly(&filter, "FINALIZE_VARIABLE_RESET"));
+        assert!(holds_exactly(&filter, "Mixed_Case_Word"));
+        assert!(!holds_exactly(&filter, "finalize_variable_reset"));
+        assert!(!holds_exactly(&filter, "mixed_case_word"));
+        // Case-insensitive: every case, as before.
+        assert!(holds_folded(&filter, "finalize_variable_reset"));
+        assert!(holds_folded(&filter, "MIXED_CASE_WORD"));
+
+        // A file without upper case: its grams are their folded selves.
+        let mut lower = text_of(&["let finalize_variable_reset = 1;"], CASE_EXACT_MIN_BYTES);
+        let filter = GramFilter::of(&mut lower).expect("large");
+        assert!(holds_exactly(&filter, "finalize_variable_reset"));
+        assert!(!holds_exactly(&filter, "Finalize_variable_reset"));
+        assert!(holds_folded(&filter, "FINALIZE_VARIABLE_RESET"));
+
+        // A large file with little upper case keeps folded grams only.
+        let mut prose = text_of(
+            &["fn Mixed_Case_Word() { let finalize_variable_reset_and_more = 1; }"],
+            CASE_EXACT_MIN_BYTES,
+        );
+        let filter = GramFilter::of(&mut prose).expect("large");
+        assert!(holds_exactly(&filter, "mixed_case_word"));
+        assert!(holds_folded(&filter, "mixed_case_word"));
+
+        // Below the size, folded grams only: the case is not known.
+        let mut smaller = text_of(&lines, FILTER_MIN_BYTES);
+        assert!(smaller.len() < CASE_EXACT_MIN_BYTES);
+        let filter = GramFilter::of(&mut smaller).expect("filtered");
+        assert!(holds_exactly(&filter, "finalize_variable_reset"));
+        assert!(holds_folded(&filter, "finalize_variable_reset"));
+    }
+
+    #[test]
+    fn a_filter_built_in_two_halves_holds_every_gram_of_the_whole() {
+        // One word in blank filler, placed so that the middle of the text
+        // falls at each of its bytes in turn: its grams occur nowhere else.
+        let word = b"QX7_UNIQUE_marker_ZQ9";
+        let len = CASE_EXACT_MIN_BYTES * 2;
+        for shift in 0..word.len() {
+            let mut text = vec![b' '; len];
+            let at = len / 2 - shift;
+            text[at..at + word.len()].copy_from_slice(word);
+            let filter = GramFilter::of(&mut text).expect("large");
+            assert!(matches!(filter.case, FilterCase::Exact));
+            long_grams(&word.to_ascii_lowercase(), |key| {
+                assert!(filter.may_hold(key), "shift {shift}");
+            });
+            long_grams_with_case(word, |key, upper| {
+                assert!(filter.may_hold_exact(key, upper), "shift {shift}");
+            });
+        }
     }
 
     #[test]

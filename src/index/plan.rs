@@ -14,7 +14,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use crate::matcher::{Strings as Set, class_strings, cross};
 
-use super::ngram::{GramFilter, indexable, long_grams, trigram};
+use super::ngram::{GramFilter, indexable, long_grams, long_grams_with_case, trigram};
 
 /// A condition on a file's trigram set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +24,13 @@ pub enum Query {
     /// No file can match.
     Nothing,
     Trigram(u32),
-    /// A sparse n-gram of 4 to 8 bytes, which large files' filters hold.
+    /// A sparse n-gram of 4 to 8 bytes, folded, which large files'
+    /// filters hold.
     Gram(u32),
+    /// A sparse n-gram of a case-sensitive literal, its letters' case as it
+    /// is, with whether it holds an upper-case letter; the largest files'
+    /// filters hold those.
+    ExactGram(u32, bool),
     And(Vec<Query>),
     Or(Vec<Query>),
 }
@@ -76,6 +81,9 @@ impl Query {
             Query::Nothing => false,
             Query::Trigram(key) => trigrams.is_none_or(|sorted| sorted.binary_search(key).is_ok()),
             Query::Gram(key) => filter.is_none_or(|filter| filter.may_hold(*key)),
+            Query::ExactGram(key, upper) => {
+                filter.is_none_or(|filter| filter.may_hold_exact(*key, *upper))
+            }
             Query::And(parts) => parts.iter().all(|p| p.may_match(trigrams, filter)),
             Query::Or(parts) => parts.iter().any(|p| p.may_match(trigrams, filter)),
         }
@@ -193,6 +201,15 @@ fn string_query(text: &[u8]) -> Query {
     Query::and(parts)
 }
 
+/// The long sparse n-grams of a literal's bytes, their case as it is.
+fn case_exact_grams(bytes: &[u8]) -> Query {
+    let mut parts = Vec::new();
+    for line in bytes.split(|&byte| byte == b'\n') {
+        long_grams_with_case(line, |key, upper| parts.push(Query::ExactGram(key, upper)));
+    }
+    Query::and(parts)
+}
+
 /// Folds ASCII letters as the index does.
 fn folded(bytes: &[u8]) -> Vec<u8> {
     bytes.iter().map(|&b| super::ngram::fold(b)).collect()
@@ -201,7 +218,13 @@ fn folded(bytes: &[u8]) -> Vec<u8> {
 fn analyze(hir: &Hir) -> Info {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => Info::exact(empty_set()),
-        HirKind::Literal(literal) => Info::exact(std::iter::once(folded(&literal.0)).collect()),
+        HirKind::Literal(literal) => Info {
+            // A literal matches its bytes exactly (case-insensitive
+            // patterns hold classes wherever case matters): a file with a
+            // match holds its long grams unfolded too.
+            query: case_exact_grams(&literal.0),
+            ..Info::exact(std::iter::once(folded(&literal.0)).collect())
+        },
         HirKind::Class(class) => class_info(class),
         HirKind::Capture(capture) => analyze(&capture.sub),
         HirKind::Repetition(repetition) => {
@@ -312,7 +335,7 @@ mod tests {
     /// The trigram part of a plan.
     fn trigrams_of(query: Query) -> Query {
         match query {
-            Query::Gram(_) => Query::All,
+            Query::Gram(_) | Query::ExactGram(..) => Query::All,
             Query::And(parts) => Query::and(parts.into_iter().map(trigrams_of).collect()),
             Query::Or(parts) => Query::or(parts.into_iter().map(trigrams_of).collect()),
             other => other,
@@ -339,6 +362,45 @@ mod tests {
         assert!(!grams_of(&plan_of("handle_request", false, false)).is_empty());
         assert!(grams_of(&plan_of("abc", false, false)).is_empty());
         assert_eq!(plan_of("ab", false, false), Query::All);
+    }
+
+    #[test]
+    fn case_sensitive_literals_ask_for_their_grams_as_they_are() {
+        let exact = |query: &Query| {
+            fn walk(query: &Query, out: &mut usize) {
+                match query {
+                    Query::ExactGram(..) => *out += 1,
+                    Query::And(parts) | Query::Or(parts) => {
+                        parts.iter().for_each(|part| walk(part, out));
+                    }
+                    _ => {}
+                }
+            }
+            let mut count = 0;
+            walk(query, &mut count);
+            count
+        };
+        let constants = "pub const FINALIZE_VARIABLE_RESET: u32 = 1;\n"
+            .repeat(super::super::ngram::CASE_EXACT_MIN_BYTES / 40);
+        let filter = GramFilter::of(&mut constants.into_bytes()).expect("large");
+        for (pattern, regex) in [
+            ("finalize_variable_reset", false),
+            (r"\bfinalize_variable_reset\s*[:=]", true),
+            ("(?:finalize_variable_reset|FINALIZE_variable)", true),
+        ] {
+            let sensitive = plan_of(pattern, regex, false);
+            assert!(exact(&sensitive) > 0, "{pattern}");
+            assert!(!sensitive.may_match(None, Some(&filter)), "{pattern}");
+            // Case-insensitive, the same file may match.
+            let insensitive = plan_of(pattern, regex, true);
+            assert!(insensitive.may_match(None, Some(&filter)), "{pattern}");
+        }
+        // What the file holds, in its case, it may match.
+        for pattern in ["FINALIZE_VARIABLE_RESET", "const FINALIZE_VAR"] {
+            assert!(plan_of(pattern, false, false).may_match(None, Some(&filter)));
+        }
+        // An optional literal asks for nothing.
+        assert_eq!(exact(&plan_of("(?:finalize_variable)?x", true, false)), 0);
     }
 
     #[test]

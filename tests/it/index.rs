@@ -28,6 +28,7 @@ const WORDS: &[&str] = &[
     "ÄÖÜ",
     "foo_bar",
     "FooBar",
+    "FOO_BAR_HAYSTACK",
     "use std;",
 ];
 
@@ -173,6 +174,11 @@ async fn indexed_answers_equal_scanned_answers() {
                 "ident_99",
                 "use std;",
                 "nowhere_at_all",
+                // The large files' filters keep the case of these:
+                // each case-sensitive form rules out the others.
+                "FOO_BAR_HAYSTACK",
+                "foo_bar_haystack",
+                "Foo_Bar_Haystack",
             ]
             .map(String::from),
         )
@@ -192,6 +198,8 @@ async fn indexed_answers_equal_scanned_answers() {
         r"(?i)foo_?bar",
         r"\bapply\b",
         r"ÄÖ|naï",
+        r"\bFOO_\w+_HAYSTACK",
+        r"foo_bar_hay\w*",
     ];
     let globs = [None, Some("*.rs"), Some("m1/**/*.py"), Some("*.{txt,md}")];
     let paths = [".", "m3", "m3/s2", "unicode", "ignored_dir", "m1/loop"];
