@@ -1275,6 +1275,45 @@ mod tests {
     }
 
     #[test]
+    fn files_with_a_byte_order_mark_are_indexed_when_utf8_throughout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        fs::write(root.join("marked.txt"), "\u{FEFF}alpha_bravo_charlie\n").unwrap();
+        // Not UTF-8 past the binary sniff: the searcher's transcoding
+        // changes its bytes, so it stays a candidate for everything.
+        let mut odd = b"\xEF\xBB\xBF".to_vec();
+        odd.extend(b"x".repeat(crate::security::SNIFF_BYTES + 10));
+        odd.extend(b"\xFF delta_echo\n");
+        fs::write(root.join("odd.txt"), odd).unwrap();
+        fs::write(root.join("plain.txt"), "zulu_yankee\n").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        let model = ready_model(&gate);
+        let query = |pattern| ContentQuery {
+            pattern,
+            regex: false,
+            case_insensitive: false,
+        };
+        for (pattern, expected) in [
+            ("alpha_bravo_charlie", vec!["marked.txt", "odd.txt"]),
+            ("zulu_yankee", vec!["odd.txt", "plain.txt"]),
+            ("delta_echo", vec!["odd.txt"]),
+        ] {
+            let query = query(pattern);
+            assert_eq!(
+                candidate_names(&model, &gate, &query),
+                expected,
+                "{pattern}"
+            );
+            for found in true_matches(&gate, &query) {
+                assert!(
+                    expected.contains(&found.as_str()),
+                    "{pattern} misses {found}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn candidates_hold_every_match_in_path_order() {
         let (_dir, gate) = generated_tree(400, 7);
         let model = ready_model(&gate);

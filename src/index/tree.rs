@@ -54,8 +54,9 @@ pub enum Content {
     /// with a stamp that shows any change: the searcher would skip it, so
     /// it is never a candidate.
     Skipped,
-    /// Not indexed (unreadable, marked by a byte-order mark, or changed too
-    /// recently to trust its stamp): always a candidate.
+    /// Not indexed (unreadable, marked by a byte-order mark and not UTF-8
+    /// throughout, or changed too recently to trust its stamp): always a
+    /// candidate.
     Always,
 }
 
@@ -151,12 +152,16 @@ impl Indexer {
         if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
             return answer(Content::Skipped);
         }
-        // The searcher transcodes files with a byte-order mark: leave them
-        // to it.
-        let has_bom = [&[0xEF, 0xBB, 0xBF][..], &[0xFF, 0xFE], &[0xFE, 0xFF]]
+        // The searcher transcodes files with a byte-order mark: it strips
+        // the mark and replaces bytes that are not UTF-8. A file that is
+        // UTF-8 throughout (as editors on Windows often write them) is then
+        // its own bytes less the mark, which its trigrams cover; others are
+        // left to it.
+        let transcoded = [&[0xFF, 0xFE][..], &[0xFE, 0xFF]]
             .iter()
-            .any(|bom| content.starts_with(bom));
-        if has_bom {
+            .any(|bom| content.starts_with(bom))
+            || (content.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(content).is_err());
+        if transcoded {
             return answer(Content::Always);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);
