@@ -167,16 +167,17 @@ enum FilterCase {
 
 impl GramFilter {
     /// The filter of `content` when it is at least [`FILTER_MIN_BYTES`]
-    /// long; `content` may be left folded.
+    /// long; `content` is folded in place.
     pub fn of(content: &mut [u8]) -> Option<GramFilter> {
         if content.len() < FILTER_MIN_BYTES {
             return None;
         }
         let bits = filter_bits(content.len());
+        let mut words = vec![0u64; bits / 64].into_boxed_slice();
         if content.len() < CASE_EXACT_MIN_BYTES {
             // As [`fold`] does.
             content.make_ascii_lowercase();
-            let words = gram_words(&[(content, 0)], bits);
+            insert_grams(&mut words, content, 0);
             return Some(GramFilter {
                 words,
                 case: FilterCase::Folded,
@@ -184,32 +185,23 @@ impl GramFilter {
         }
         // The work is halved between this thread and one more, on the core
         // the build otherwise leaves idle. Every window of up to 8 bytes
-        // lies in one of the two halves of a text.
+        // lies in one of the two halves of a text. Both sets of bits are
+        // allocated here, so the helper leaves no memory in an allocator
+        // arena of its own.
+        let mut spare = vec![0u64; bits / 64];
         let middle = content.len() / 2;
         let case = letter_case(content);
-        let filter = if let FilterCase::Exact = case {
-            let (first, second) = (content[..middle].to_vec(), content[middle - 7..].to_vec());
-            content.make_ascii_lowercase();
-            GramFilter {
-                words: gram_words_on_two_threads(
-                    [(&content[..middle], 0), (&first, CASE_EXACT)],
-                    [(&content[middle - 7..], 0), (&second, CASE_EXACT)],
-                    bits,
-                ),
-                case,
-            }
-        } else {
-            content.make_ascii_lowercase();
-            GramFilter {
-                words: gram_words_on_two_threads(
-                    [(&content[..middle], 0)],
-                    [(&content[middle - 7..], 0)],
-                    bits,
-                ),
-                case,
-            }
-        };
-        Some(filter)
+        if let FilterCase::Exact = case {
+            let (first, second) = (&content[..middle], &content[middle - 7..]);
+            insert_on_two_threads([&mut words, &mut spare], [first, second], CASE_EXACT);
+        }
+        content.make_ascii_lowercase();
+        let (first, second) = (&content[..middle], &content[middle - 7..]);
+        insert_on_two_threads([&mut words, &mut spare], [first, second], 0);
+        for (word, more) in words.iter_mut().zip(spare) {
+            *word |= more;
+        }
+        Some(GramFilter { words, case })
     }
 
     /// What [`GramFilter::of`] takes for a file of `len` bytes, as
@@ -266,41 +258,30 @@ fn letter_case(content: &[u8]) -> FilterCase {
     }
 }
 
-/// The bits of a filter of `bits` bits holding the long grams of each
-/// text, their keys marked with its mark ([`CASE_EXACT`] or 0).
-fn gram_words(texts: &[(&[u8], u32)], bits: usize) -> Box<[u64]> {
-    let mut words = vec![0u64; bits / 64].into_boxed_slice();
-    for &(text, mark) in texts {
-        long_grams(text, |key| {
-            for bit in probes(key | mark, bits) {
-                words[bit / 64] |= 1 << (bit % 64);
-            }
-        });
-    }
-    words
+/// Sets the bits of the long grams of `text` in the filter `words`, their
+/// keys marked with `mark` ([`CASE_EXACT`] or 0).
+fn insert_grams(words: &mut [u64], text: &[u8], mark: u32) {
+    let bits = words.len() * 64;
+    long_grams(text, |key| {
+        for bit in probes(key | mark, bits) {
+            words[bit / 64] |= 1 << (bit % 64);
+        }
+    });
 }
 
-/// [`gram_words`] of both sets of texts in one filter, the second set on a
+/// [`insert_grams`] of each text into its own set of bits, the second on a
 /// thread of its own (here, when none can be had).
-fn gram_words_on_two_threads<const N: usize>(
-    mine: [(&[u8], u32); N],
-    other: [(&[u8], u32); N],
-    bits: usize,
-) -> Box<[u64]> {
-    let (mut words, theirs) = std::thread::scope(|scope| {
-        let theirs = std::thread::Builder::new()
-            .spawn_scoped(scope, || gram_words(&other, bits))
+fn insert_on_two_threads([mine, theirs]: [&mut [u64]; 2], [first, second]: [&[u8]; 2], mark: u32) {
+    let helped = std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .spawn_scoped(scope, || insert_grams(theirs, second, mark))
             .ok();
-        (
-            gram_words(&mine, bits),
-            theirs.and_then(|pass| pass.join().ok()),
-        )
+        insert_grams(mine, first, mark);
+        helper.is_some_and(|helper| helper.join().is_ok())
     });
-    let theirs = theirs.unwrap_or_else(|| gram_words(&other, bits));
-    for (word, more) in words.iter_mut().zip(theirs.iter()) {
-        *word |= more;
+    if !helped {
+        insert_grams(theirs, second, mark);
     }
-    words
 }
 
 /// A filter's size in bits for a file of `len` bytes: a power of two, so
