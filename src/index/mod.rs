@@ -1032,7 +1032,16 @@ mod tests {
         case_insensitive: bool,
     }
 
-    impl ContentQuery<'_> {
+    impl<'a> ContentQuery<'a> {
+        /// A case-sensitive literal query.
+        fn literal(pattern: &'a str) -> Self {
+            Self {
+                pattern,
+                regex: false,
+                case_insensitive: false,
+            }
+        }
+
         fn hir(&self) -> Hir {
             crate::matcher::parse(self.pattern, !self.regex, self.case_insensitive).expect("valid")
         }
@@ -1218,11 +1227,7 @@ mod tests {
         ]);
         let gate = PathGate::new(root, &[]).unwrap();
         let model = ready_model(&gate);
-        let query = |pattern| ContentQuery {
-            pattern,
-            regex: false,
-            case_insensitive: false,
-        };
+        let query = ContentQuery::literal;
         // The trigrams admit both large files and the small one; the filters
         // rule out the large decoy.
         assert_eq!(
@@ -1288,11 +1293,7 @@ mod tests {
         fs::write(root.join("plain.txt"), "zulu_yankee\n").unwrap();
         let gate = PathGate::new(root, &[]).unwrap();
         let model = ready_model(&gate);
-        let query = |pattern| ContentQuery {
-            pattern,
-            regex: false,
-            case_insensitive: false,
-        };
+        let query = ContentQuery::literal;
         for (pattern, expected) in [
             ("alpha_bravo_charlie", vec!["marked.txt", "odd.txt"]),
             ("zulu_yankee", vec!["odd.txt", "plain.txt"]),
