@@ -14,7 +14,9 @@
 //! from the `sparse-ngrams` crate). Whether a substring is a sparse n-gram
 //! depends only on its own bytes, so every sparse n-gram of a query's literal
 //! is one of any file that holds the literal: a filter that lacks one rules
-//! the file out.
+//! the file out. The largest files with much upper case also keep their
+//! grams with the case as it is, for case-sensitive literals
+//! ([`CASE_EXACT_MIN_BYTES`]).
 //!
 //! Files get ids in path order and are indexed in shards of consecutive ids
 //! (as Zoekt does), so a shard can be built in bounded scratch memory and
