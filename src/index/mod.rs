@@ -1293,13 +1293,12 @@ mod tests {
         fs::write(root.join("plain.txt"), "zulu_yankee\n").unwrap();
         let gate = PathGate::new(root, &[]).unwrap();
         let model = ready_model(&gate);
-        let query = ContentQuery::literal;
         for (pattern, expected) in [
             ("alpha_bravo_charlie", vec!["marked.txt", "odd.txt"]),
             ("zulu_yankee", vec!["odd.txt", "plain.txt"]),
             ("delta_echo", vec!["odd.txt"]),
         ] {
-            let query = query(pattern);
+            let query = ContentQuery::literal(pattern);
             assert_eq!(
                 candidate_names(&model, &gate, &query),
                 expected,

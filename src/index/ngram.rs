@@ -106,26 +106,29 @@ const FILTER_BYTES_PER_BIT: usize = 3;
 /// Bits set per gram.
 const FILTER_PROBES: u64 = 3;
 
-/// Calls `found` with the key of every sparse n-gram of 4 to 8 bytes of
-/// `text` (folded as [`fold`] does, or as it is).
-pub fn long_grams(text: &[u8], mut found: impl FnMut(u32)) {
-    sparse_ngrams::collect_sparse_grams_scan(text, |gram, _| {
+/// The longest sparse n-gram, in bytes.
+const LONGEST_GRAM: usize = 8;
+
+/// Calls `found` with the key and the bytes of every sparse n-gram of 4 to
+/// [`LONGEST_GRAM`] bytes of `text` (folded as [`fold`] does, or as it is).
+fn long_grams_in(text: &[u8], mut found: impl FnMut(u32, &[u8])) {
+    sparse_ngrams::collect_sparse_grams_scan(text, |gram, end| {
         if gram.len() >= 4 {
-            found(gram.as_u32());
+            let end = end as usize;
+            found(gram.as_u32(), &text[end - gram.len()..end]);
         }
     });
 }
 
+/// Calls `found` with the key of every long sparse n-gram of `text`.
+pub fn long_grams(text: &[u8], mut found: impl FnMut(u32)) {
+    long_grams_in(text, |key, _| found(key));
+}
+
 /// [`long_grams`], with whether each gram holds an upper-case ASCII letter.
 pub fn long_grams_with_case(text: &[u8], mut found: impl FnMut(u32, bool)) {
-    sparse_ngrams::collect_sparse_grams_scan(text, |gram, end| {
-        if gram.len() >= 4 {
-            let end = end as usize;
-            let upper = text[end - gram.len()..end]
-                .iter()
-                .any(u8::is_ascii_uppercase);
-            found(gram.as_u32(), upper);
-        }
+    long_grams_in(text, |key, gram| {
+        found(key, gram.iter().any(u8::is_ascii_uppercase));
     });
 }
 
@@ -186,20 +189,16 @@ impl GramFilter {
             });
         }
         // The work is halved between this thread and one more, on the core
-        // the build otherwise leaves idle. Every window of up to 8 bytes
-        // lies in one of the two halves of a text. Both sets of bits are
-        // allocated here, so the helper leaves no memory in an allocator
-        // arena of its own.
+        // the build otherwise leaves idle. Both sets of bits are allocated
+        // here, so the helper leaves no memory in an allocator arena of its
+        // own.
         let mut spare = vec![0u64; bits / 64];
-        let middle = content.len() / 2;
         let case = letter_case(content);
         if let FilterCase::Exact = case {
-            let (first, second) = (&content[..middle], &content[middle - 7..]);
-            insert_on_two_threads([&mut words, &mut spare], [first, second], CASE_EXACT);
+            insert_on_two_threads([&mut words, &mut spare], halves(content), CASE_EXACT);
         }
         content.make_ascii_lowercase();
-        let (first, second) = (&content[..middle], &content[middle - 7..]);
-        insert_on_two_threads([&mut words, &mut spare], [first, second], 0);
+        insert_on_two_threads([&mut words, &mut spare], halves(content), 0);
         for (word, more) in words.iter_mut().zip(spare) {
             *word |= more;
         }
@@ -243,14 +242,11 @@ impl GramFilter {
 /// What the filter of a file of at least [`CASE_EXACT_MIN_BYTES`] keeps
 /// of its letters' case.
 fn letter_case(content: &[u8]) -> FilterCase {
-    let upper = content
-        .iter()
-        .filter(|byte| byte.is_ascii_uppercase())
-        .count();
-    let lower = content
-        .iter()
-        .filter(|byte| byte.is_ascii_lowercase())
-        .count();
+    let (mut upper, mut lower) = (0, 0);
+    for byte in content {
+        upper += usize::from(byte.is_ascii_uppercase());
+        lower += usize::from(byte.is_ascii_lowercase());
+    }
     if upper == 0 {
         FilterCase::NoUpperCase
     } else if upper * CASE_EXACT_UPPER_SHARE >= upper + lower {
@@ -258,6 +254,13 @@ fn letter_case(content: &[u8]) -> FilterCase {
     } else {
         FilterCase::Folded
     }
+}
+
+/// The two halves of `text`, overlapping so that every gram lies whole in
+/// one of them.
+fn halves(text: &[u8]) -> [&[u8]; 2] {
+    let middle = text.len() / 2;
+    [&text[..middle], &text[middle - (LONGEST_GRAM - 1)..]]
 }
 
 /// Sets the bits of the long grams of `text` in the filter `words`, their
@@ -329,7 +332,7 @@ const GROUPS: usize = 256;
 pub struct Shard {
     first_id: u32,
     files: u32,
-    /// [`GROUPS`] groups (none when the shard is empty).
+    /// [`GROUPS`] groups (none in a default shard, which holds no file).
     groups: Box<[Group]>,
 }
 

@@ -201,12 +201,11 @@ fn string_query(text: &[u8]) -> Query {
     Query::and(parts)
 }
 
-/// The long sparse n-grams of a literal's bytes, their case as it is.
+/// The long sparse n-grams of a literal's bytes, their case as it is (a
+/// literal never holds a line break: `matcher::parse` refuses one).
 fn case_exact_grams(bytes: &[u8]) -> Query {
     let mut parts = Vec::new();
-    for line in bytes.split(|&byte| byte == b'\n') {
-        long_grams_with_case(line, |key, upper| parts.push(Query::ExactGram(key, upper)));
-    }
+    long_grams_with_case(bytes, |key, upper| parts.push(Query::ExactGram(key, upper)));
     Query::and(parts)
 }
 
@@ -364,22 +363,17 @@ mod tests {
         assert_eq!(plan_of("ab", false, false), Query::All);
     }
 
+    fn exact_grams_of(query: &Query) -> Vec<u32> {
+        match query {
+            Query::ExactGram(key, _) => vec![*key],
+            Query::And(parts) | Query::Or(parts) => parts.iter().flat_map(exact_grams_of).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     #[test]
     fn case_sensitive_literals_ask_for_their_grams_as_they_are() {
-        let exact = |query: &Query| {
-            fn walk(query: &Query, out: &mut usize) {
-                match query {
-                    Query::ExactGram(..) => *out += 1,
-                    Query::And(parts) | Query::Or(parts) => {
-                        parts.iter().for_each(|part| walk(part, out));
-                    }
-                    _ => {}
-                }
-            }
-            let mut count = 0;
-            walk(query, &mut count);
-            count
-        };
+        let exact = |query: &Query| exact_grams_of(query).len();
         let constants = "pub const FINALIZE_VARIABLE_RESET: u32 = 1;\n"
             .repeat(super::super::ngram::CASE_EXACT_MIN_BYTES / 40);
         let filter = GramFilter::of(&mut constants.into_bytes()).expect("large");
