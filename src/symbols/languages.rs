@@ -227,7 +227,9 @@ fn script<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> 
         "enum_declaration" => SymbolKind::Enum,
         "internal_module" | "module" => SymbolKind::Module,
         "public_field_definition" | "property_signature" => SymbolKind::Field,
-        "field_definition" => return named(SymbolKind::Field, node.child_by_field_name("property")),
+        "field_definition" => {
+            return named(SymbolKind::Field, node.child_by_field_name("property"));
+        }
         "variable_declarator" => return script_variable(node, source),
         _ => return None,
     };

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, ParseOptions, Parser, Point};
 
 use crate::cancel::Cancel;
-pub use languages::{Language, file_ending};
 use languages::Definition;
+pub use languages::{Language, file_ending};
 
 /// Largest file parsed: the search's limit, so both see the same files.
 pub const MAX_FILE_BYTES: u64 = crate::security::MAX_SEARCHED_BYTES;
@@ -137,9 +137,8 @@ pub fn definitions(
             Some(Definition::Symbols { kind, names, owner }) => {
                 let enclosing = scopes.last();
                 let enclosing_kind = enclosing.and_then(|scope| scope.kind);
-                let in_type = enclosing.is_some_and(|scope| {
-                    scope.kind.is_none_or(SymbolKind::has_methods)
-                });
+                let in_type =
+                    enclosing.is_some_and(|scope| scope.kind.is_none_or(SymbolKind::has_methods));
                 let in_function = enclosing_kind.is_some_and(SymbolKind::is_function);
                 let kind = match kind {
                     SymbolKind::Function if in_type => SymbolKind::Method,
@@ -148,7 +147,8 @@ pub fn definitions(
                 let local = in_function && matches!(kind, SymbolKind::Field | SymbolKind::Constant);
                 if !local {
                     let parent_index = scopes.iter().rev().find_map(|scope| scope.symbol);
-                    let level = parent_index.map_or(0, |index: usize| symbols_level(&symbols, index) + 1);
+                    let level =
+                        parent_index.map_or(0, |index: usize| symbols_level(&symbols, index) + 1);
                     let parent = owner.or_else(|| enclosing.map(|scope| scope.name.clone()));
                     let (line, signature) = first_line(node, source);
                     let end_line = end_line(node);
@@ -156,7 +156,10 @@ pub fn definitions(
                     for name in names {
                         symbols.push(Symbol {
                             kind,
-                            name: cut(&String::from_utf8_lossy(&source[name.byte_range()]), MAX_NAME_CHARS),
+                            name: cut(
+                                &String::from_utf8_lossy(&source[name.byte_range()]),
+                                MAX_NAME_CHARS,
+                            ),
                             line,
                             end_line,
                             signature: signature.clone(),
@@ -208,7 +211,11 @@ fn symbols_level(symbols: &[Symbol], index: usize) -> usize {
 }
 
 /// The syntax tree, within the time budget and the cancel flag.
-fn parse(language: Language, source: &[u8], cancel: &Cancel) -> Result<tree_sitter::Tree, ParseError> {
+fn parse(
+    language: Language,
+    source: &[u8],
+    cancel: &Cancel,
+) -> Result<tree_sitter::Tree, ParseError> {
     let mut parser = Parser::new();
     parser
         .set_language(&language.grammar())

@@ -2,7 +2,10 @@ use super::*;
 use SymbolKind::*;
 
 /// (kind, name, line, end_line, parent) of each definition in `source`.
-fn symbols(language: Language, source: &str) -> Vec<(SymbolKind, String, u64, u64, Option<String>)> {
+fn symbols(
+    language: Language,
+    source: &str,
+) -> Vec<(SymbolKind, String, u64, u64, Option<String>)> {
     definitions(language, source.as_bytes(), &Cancel::never())
         .expect("parsed")
         .into_iter()
@@ -17,7 +20,13 @@ fn row(
     end_line: u64,
     parent: Option<&str>,
 ) -> (SymbolKind, String, u64, u64, Option<String>) {
-    (kind, name.to_string(), line, end_line, parent.map(str::to_string))
+    (
+        kind,
+        name.to_string(),
+        line,
+        end_line,
+        parent.map(str::to_string),
+    )
 }
 
 fn signatures(language: Language, source: &str) -> Vec<String> {
@@ -42,7 +51,10 @@ fn languages_by_file_ending() {
     assert_eq!(Language::of_path(".rs"), None);
     assert_eq!(Language::of_path("Makefile"), None);
     let offered = Language::offered();
-    assert!(offered.starts_with("rust (.rs), python (.py, .pyi)"), "{offered}");
+    assert!(
+        offered.starts_with("rust (.rs), python (.py, .pyi)"),
+        "{offered}"
+    );
     assert!(offered.contains("csharp (.cs)"), "{offered}");
 }
 
@@ -60,7 +72,12 @@ fn python_classes_methods_and_decorators() {
     );
     assert_eq!(
         signatures(Language::Python, source),
-        ["class Order:", "def total(self) -> float:", "def add(a, b):", "def main():"]
+        [
+            "class Order:",
+            "def total(self) -> float:",
+            "def add(a, b):",
+            "def main():"
+        ]
     );
 }
 
@@ -197,7 +214,10 @@ fn java_classes_annotations_and_fields() {
             row(Method, "price", 17, 17, Some("Priced")),
         ]
     );
-    assert_eq!(signatures(Language::Java, source)[3], "public String toString() {");
+    assert_eq!(
+        signatures(Language::Java, source)[3],
+        "public String toString() {"
+    );
 }
 
 #[test]
@@ -258,12 +278,16 @@ fn csharp_namespaces_types_and_members() {
             row(Constant, "Open", 13, 13, Some("State")),
         ]
     );
-    assert_eq!(signatures(Language::CSharp, source)[5], "public int Sum() { return 0; }");
+    assert_eq!(
+        signatures(Language::CSharp, source)[5],
+        "public int Sum() { return 0; }"
+    );
 }
 
 #[test]
 fn nesting_levels_and_parent_indexes() {
-    let source = "class A:\n    class B:\n        def f(self):\n            pass\n\ndef g():\n    pass\n";
+    let source =
+        "class A:\n    class B:\n        def f(self):\n            pass\n\ndef g():\n    pass\n";
     let found = definitions(Language::Python, source.as_bytes(), &Cancel::never()).unwrap();
     let shape: Vec<_> = found
         .iter()
@@ -271,7 +295,12 @@ fn nesting_levels_and_parent_indexes() {
         .collect();
     assert_eq!(
         shape,
-        [("A", 0, None), ("B", 1, Some(0)), ("f", 2, Some(1)), ("g", 0, None)]
+        [
+            ("A", 0, None),
+            ("B", 1, Some(0)),
+            ("f", 2, Some(1)),
+            ("g", 0, None)
+        ]
     );
 }
 
@@ -280,7 +309,11 @@ fn hostile_sources_parse_within_bounds() {
     // Deep nesting: tens of thousands of levels, no stack overflow.
     let deep = format!("x = {}1{}\n", "[".repeat(50_000), "]".repeat(50_000));
     assert!(definitions(Language::Python, deep.as_bytes(), &Cancel::never()).is_ok());
-    let deep_c = format!("int f() {{ {}{} }}\n", "{".repeat(50_000), "}".repeat(50_000));
+    let deep_c = format!(
+        "int f() {{ {}{} }}\n",
+        "{".repeat(50_000),
+        "}".repeat(50_000)
+    );
     let found = definitions(Language::C, deep_c.as_bytes(), &Cancel::never()).unwrap();
     assert_eq!(found[0].name, "f");
     // (Python's grammar follows indentation up to about 500 levels.)
@@ -289,7 +322,12 @@ fn hostile_sources_parse_within_bounds() {
         .collect::<String>()
         + &" ".repeat(400)
         + "pass\n";
-    let found = definitions(Language::Python, nested_classes.as_bytes(), &Cancel::never()).unwrap();
+    let found = definitions(
+        Language::Python,
+        nested_classes.as_bytes(),
+        &Cancel::never(),
+    )
+    .unwrap();
     assert_eq!(found.len(), 400);
     assert_eq!(found[399].level, 399);
     assert_eq!(found[399].parent.as_deref(), Some("C398"));
@@ -299,7 +337,11 @@ fn hostile_sources_parse_within_bounds() {
     let found = definitions(Language::Rust, huge.as_bytes(), &Cancel::never()).unwrap();
     assert_eq!(found.len(), 10_001);
     assert_eq!(found[0].name.chars().count(), MAX_NAME_CHARS);
-    assert!(found.iter().all(|s| s.signature.chars().count() <= MAX_SIGNATURE_CHARS));
+    assert!(
+        found
+            .iter()
+            .all(|s| s.signature.chars().count() <= MAX_SIGNATURE_CHARS)
+    );
     // Invalid UTF-8 and NUL bytes are read lossily.
     let mut invalid = b"def caf\xe9():\n    pass\nclass \xff\xfe\x00:\n    pass\n".to_vec();
     invalid.extend_from_slice(b"def ok():\n    pass\n");
