@@ -200,20 +200,20 @@ pub fn find_description() -> String {
 
 pub fn outline_description() -> String {
     format!(
-        "Outline one source file: its definitions in source order, nested by parent, as {{kind, name, line, end_line, signature, children}} (kind: function, method, class, struct, enum, trait, interface, module, constant, type, field or macro; signature: the definition's first line). Read only the lines you need afterwards with read_project_file start_line/end_line. Languages: {}. Files up to {}.",
-        crate::symbols::Language::offered(),
+        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature}} (signature: the first line). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
         size_text(crate::security::MAX_SEARCHED_BYTES)
     )
 }
 
 pub fn definitions_description() -> String {
     format!(
-        "Find where a name is defined in the project (functions, methods, classes, structs, enums, traits, interfaces, modules, constants, types, fields, macros): exact, case-sensitive name without qualifier; optional `kind` and `path` (folder or file). Returns {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search (ignored, secret, binary and >{} files skipped); languages: {}.",
-        definitions::MAX_RESULTS_CAP,
-        size_text(crate::security::MAX_SEARCHED_BYTES),
-        crate::symbols::Language::offered()
+        "Find where a name (exact, case-sensitive, unqualified) is defined in the project, optionally only of one `kind` or under `path`: {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search; languages as outline_project_file.",
+        definitions::MAX_RESULTS_CAP
     )
 }
+
+/// The languages with a grammar, as the descriptions name them.
+const LANGUAGES: &str = "Rust, Python, TypeScript/TSX, JavaScript, Go, Java, C, C++, C#";
 
 pub fn docs_description() -> String {
     format!(
@@ -409,10 +409,7 @@ mod tests {
         );
         described(
             "outline_project_file",
-            format!(
-                "Files up to {}",
-                size_text(crate::security::MAX_SEARCHED_BYTES)
-            ),
+            format!("(up to {})", size_text(crate::security::MAX_SEARCHED_BYTES)),
         );
 
         let hint_of = |name: &str| hint(&row_tool(&table, name));
