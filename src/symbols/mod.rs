@@ -45,6 +45,7 @@ const NODES_PER_CANCEL_CHECK: usize = 4096;
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum SymbolKind {
     Function,
     Method,

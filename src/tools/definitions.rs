@@ -76,6 +76,7 @@ pub struct DefinitionsOutput {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct SymbolDefinition {
     /// Path relative to the project root.
     pub file: String,

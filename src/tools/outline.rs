@@ -37,6 +37,7 @@ pub struct OutlineOutput {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct OutlineSymbol {
     /// function, method, class, struct, enum, trait, interface, module, constant, type, field or macro.
     pub kind: SymbolKind,
@@ -48,7 +49,22 @@ pub struct OutlineSymbol {
     /// The definition's first line, cut to 200 characters.
     pub signature: String,
     /// Definitions inside this one, in source order.
+    #[schemars(schema_with = "children_schema")]
     pub children: Vec<OutlineSymbol>,
+}
+
+/// Members have the same fields; written out once, not as a recursive
+/// reference, since schemas here are inlined for clients that do not
+/// resolve references.
+fn children_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "description": "A member definition with the same fields: kind, name, line, end_line, signature, children.",
+            "required": ["kind", "name", "line", "end_line", "signature", "children"]
+        }
+    })
 }
 
 impl OutlineInput {

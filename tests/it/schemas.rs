@@ -124,6 +124,10 @@ async fn schemas_use_only_standard_keywords_values_and_formats() {
                         "{at}: format {format:?} is not a JSON Schema 2020-12 format"
                     );
                 }
+                assert!(
+                    !sub.contains_key("$ref") && !sub.contains_key("$defs"),
+                    "{at}: schemas are inlined for clients that do not resolve references"
+                );
                 for kind in types_of(sub) {
                     assert!(JSON_TYPES.contains(&kind), "{at}: type {kind:?}");
                 }
