@@ -283,6 +283,16 @@ async fn every_result_fits_the_size_hint_its_tool_declares() {
     }
     let section = format!("# {}\n\n{}\n", control_text(3000), control_text(3000));
     project.write("docs/ctl.md", section.repeat(60));
+    // Signatures of backslashes and quotes, two characters each in JSON.
+    let escaped = "\\\"".repeat(100);
+    let functions: String = (0..2000)
+        .map(|i| format!("fn f{i}() {{ \"{escaped}\" }}\n"))
+        .collect();
+    project.write("sig.rs", functions);
+    let defined: String = (0..300)
+        .map(|_| format!("def x(): return \"{escaped}\"\n"))
+        .collect();
+    project.write("defs.py", defined);
     let config = project.outside().join("helper.toml");
     std::fs::write(
         &config,
@@ -307,6 +317,11 @@ async fn every_result_fits_the_size_hint_its_tool_declares() {
             json!({"pattern": "*", "path": "names", "max_results": 1000}),
         ),
         ("get_docs", json!({"query": "\u{1}", "max_results": 50})),
+        ("outline_project_file", json!({"path": "sig.rs"})),
+        (
+            "find_symbol_definitions",
+            json!({"name": "x", "max_results": 200}),
+        ),
         ("run_project_check", json!({"check_name": "noise"})),
     ];
     for (tool, arguments) in calls {
