@@ -12,7 +12,7 @@ use tree_sitter::Node;
 
 use super::SymbolKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Language {
     Rust,
     Python,

@@ -1,0 +1,252 @@
+//! `cargo bench --bench symbols [-- DIR ...]`: the definitions the symbols
+//! core finds against universal-ctags on the same real files, per
+//! language: recall and precision of functions, methods and classes (name,
+//! line and group), the disagreements printed, and the time each side took.
+//!
+//! Without folders it uses what this machine has: vendored crates in the
+//! cargo registry (Rust), Python's standard library (pyenv), the evidence
+//! clients' node_modules (JavaScript, TypeScript declarations), and any C
+//! sources given. Settings from the environment:
+//! - `BENCH_CTAGS`: the ctags binary (default `ctags`; Debian's
+//!   `universal-ctags`).
+//! - `BENCH_SHOWN`: disagreements printed per language and side (default 12).
+//!
+//! Groups compared: `callable` (our function and method; ctags' function,
+//! method, member, func, procedure) and `class` (our class, struct,
+//! interface, trait; ctags' class, struct, interface, trait). ctags reports
+//! what the target counts (functions, classes, methods); the other kinds
+//! differ in name between the tools and are not compared.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mcp_project_helper::cancel::Cancel;
+use mcp_project_helper::symbols::{self, Language, SymbolKind};
+
+/// (file, name, line, group)
+type Tag = (String, String, u64, &'static str);
+
+fn our_group(kind: SymbolKind) -> Option<&'static str> {
+    match kind {
+        SymbolKind::Function | SymbolKind::Method => Some("callable"),
+        SymbolKind::Class | SymbolKind::Struct | SymbolKind::Interface | SymbolKind::Trait => {
+            Some("class")
+        }
+        _ => None,
+    }
+}
+
+fn ctags_group(kind: &str) -> Option<&'static str> {
+    match kind {
+        "function" | "method" | "member" | "func" | "procedure" => Some("callable"),
+        "class" | "struct" | "interface" | "trait" => Some("class"),
+        _ => None,
+    }
+}
+
+fn default_roots() -> Vec<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let mut roots = Vec::new();
+    if let Ok(registries) = std::fs::read_dir(home.join(".cargo/registry/src")) {
+        for registry in registries.flatten() {
+            if let Ok(crates) = std::fs::read_dir(registry.path()) {
+                let mut crates: Vec<PathBuf> = crates.flatten().map(|c| c.path()).collect();
+                crates.sort();
+                for prefix in [
+                    "serde_json-",
+                    "regex-syntax-",
+                    "ignore-",
+                    "globset-",
+                    "clap_builder-",
+                ] {
+                    if let Some(found) = crates.iter().rev().find(|c| {
+                        c.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(prefix))
+                    }) {
+                        roots.push(found.join("src"));
+                    }
+                }
+            }
+        }
+    }
+    for python in ["3.12.1", "3.11.7"] {
+        let stdlib = home.join(format!(
+            ".pyenv/versions/{python}/lib/python{}",
+            &python[..4]
+        ));
+        if stdlib.is_dir() {
+            for package in ["json", "email", "asyncio", "http", "logging"] {
+                roots.push(stdlib.join(package));
+            }
+            break;
+        }
+    }
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("evidence/node_modules");
+    for package in ["commander/lib", "ajv/lib", "express/lib", "zod/lib"] {
+        let path = modules.join(package);
+        if path.is_dir() {
+            roots.push(path);
+        }
+    }
+    roots
+}
+
+fn files_under(root: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        if root.is_file() {
+            out.push(root.to_path_buf());
+        }
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            files_under(&path, out);
+        } else if path.to_str().and_then(Language::of_path).is_some() {
+            out.push(path);
+        }
+    }
+}
+
+fn ours(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
+    let mut tags: BTreeMap<Language, BTreeSet<Tag>> = BTreeMap::new();
+    let mut spent = Duration::ZERO;
+    for file in files {
+        let Some(language) = file.to_str().and_then(Language::of_path) else {
+            continue;
+        };
+        let Ok(source) = std::fs::read(file) else {
+            continue;
+        };
+        if source.len() as u64 > symbols::MAX_FILE_BYTES {
+            continue;
+        }
+        let started = Instant::now();
+        let Ok(found) = symbols::definitions(language, &source, &Cancel::never()) else {
+            eprintln!("not parsed: {}", file.display());
+            continue;
+        };
+        spent += started.elapsed();
+        let entry = tags.entry(language).or_default();
+        for symbol in found {
+            if let Some(group) = our_group(symbol.kind) {
+                entry.insert((file.display().to_string(), symbol.name, symbol.line, group));
+            }
+        }
+    }
+    (tags, spent)
+}
+
+fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
+    let program = std::env::var("BENCH_CTAGS").unwrap_or_else(|_| "ctags".to_string());
+    let list = std::env::temp_dir().join(format!("symbols-bench-{}.txt", std::process::id()));
+    let names: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
+    std::fs::write(&list, names).expect("file list");
+    let started = Instant::now();
+    let output = Command::new(&program)
+        .args(["--output-format=json", "--fields=+nK", "-f", "-", "-L"])
+        .arg(&list)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run {program}: {error} (apt-get install universal-ctags)")
+        });
+    let spent = started.elapsed();
+    let _ = std::fs::remove_file(&list);
+    let mut tags: BTreeMap<Language, BTreeSet<Tag>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(tag) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(path), Some(name), Some(line), Some(kind)) = (
+            tag["path"].as_str(),
+            tag["name"].as_str(),
+            tag["line"].as_u64(),
+            tag["kind"].as_str(),
+        ) else {
+            continue;
+        };
+        let (Some(language), Some(group)) = (Language::of_path(path), ctags_group(kind)) else {
+            continue;
+        };
+        tags.entry(language)
+            .or_default()
+            .insert((path.to_string(), name.to_string(), line, group));
+    }
+    (tags, spent)
+}
+
+fn main() {
+    let roots: Vec<PathBuf> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .map(PathBuf::from)
+        .collect();
+    let roots = if roots.is_empty() {
+        default_roots()
+    } else {
+        roots
+    };
+    let shown: usize = std::env::var("BENCH_SHOWN")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(12);
+    let mut files = Vec::new();
+    for root in &roots {
+        files_under(root, &mut files);
+    }
+    println!(
+        "symbols bench: {} files under {} folders",
+        files.len(),
+        roots.len()
+    );
+    let (mine, my_time) = ours(&files);
+    let (theirs, their_time) = ctags(&files);
+    println!(
+        "time: ours {:.0} ms (parse and walk, one thread), ctags {:.0} ms (one process)",
+        my_time.as_secs_f64() * 1000.0,
+        their_time.as_secs_f64() * 1000.0
+    );
+    println!("| language | files | ctags | ours | both | recall | precision |");
+    println!("|---|---|---|---|---|---|---|");
+    let languages: BTreeSet<Language> = mine.keys().chain(theirs.keys()).copied().collect();
+    let empty = BTreeSet::new();
+    let mut disagreements = Vec::new();
+    for language in languages {
+        let a = mine.get(&language).unwrap_or(&empty);
+        let b = theirs.get(&language).unwrap_or(&empty);
+        let both = a.intersection(b).count();
+        let count = files
+            .iter()
+            .filter(|f| f.to_str().and_then(Language::of_path) == Some(language))
+            .count();
+        let ratio = |part: usize, whole: usize| {
+            if whole == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1} %", 100.0 * part as f64 / whole as f64)
+            }
+        };
+        println!(
+            "| {} | {count} | {} | {} | {both} | {} | {} |",
+            language.name(),
+            b.len(),
+            a.len(),
+            ratio(both, b.len()),
+            ratio(both, a.len())
+        );
+        let only_ctags: Vec<&Tag> = b.difference(a).take(shown).collect();
+        let only_ours: Vec<&Tag> = a.difference(b).take(shown).collect();
+        disagreements.push((language, only_ctags, only_ours));
+    }
+    for (language, only_ctags, only_ours) in disagreements {
+        for (side, tags) in [("only ctags", only_ctags), ("only ours", only_ours)] {
+            for (file, name, line, group) in tags {
+                println!("{} {side}: {file}:{line} {group} {name}", language.name());
+            }
+        }
+    }
+}
