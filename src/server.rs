@@ -85,7 +85,7 @@ impl ProjectHelper {
             params,
             &context,
             SearchOutput::log_summary,
-            move |p, cancel| tools::search::search(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::search::search(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -127,7 +127,7 @@ impl ProjectHelper {
             params,
             &context,
             ListOutput::log_summary,
-            move |p, cancel| tools::list::list(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::list::list(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -148,7 +148,7 @@ impl ProjectHelper {
             params,
             &context,
             FindOutput::log_summary,
-            move |p, cancel| tools::find::find(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::find::find(&p.corpus(), &input, cancel),
         )
         .await
     }

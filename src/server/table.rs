@@ -158,7 +158,7 @@ pub fn search_description() -> String {
     format!(
         "Search file contents in the project (like ripgrep). Default: exact, case-sensitive substring; set regex=true for Rust regex syntax. Narrow with `path` (a folder) and `glob` (e.g. '*.py', 'src/**/*.rs'). output_mode 'content' returns matches {{file, line, text}} (context_lines adds before/after), 'files_with_matches' returns file paths, 'count' returns per-file counts. At most {} results per call; page with offset. Skips binary and >{} files, ignored and secret files. Results sorted by path, then line.",
         search::MAX_RESULTS_CAP,
-        size_text(crate::security::MAX_SEARCHED_BYTES)
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
 
@@ -353,7 +353,10 @@ mod tests {
         );
         described(
             "search_project_files",
-            format!(">{} files", size_text(crate::security::MAX_SEARCHED_BYTES)),
+            format!(
+                ">{} files",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
         );
         described(
             "read_project_file",
