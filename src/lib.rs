@@ -23,6 +23,7 @@ pub mod report;
 pub mod runner;
 pub mod security;
 pub mod server;
+pub mod symbols;
 pub mod tools;
 pub mod transport;
 pub mod walk;
