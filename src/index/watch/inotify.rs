@@ -2,9 +2,8 @@
 //! read without blocking at the start of every call.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -420,16 +419,7 @@ impl InotifyFeed {
 /// The name of the file system holding `path` when it is one whose
 /// other clients' writes this kernel never hears of.
 pub(super) fn remote_file_system(path: &Path) -> Option<&'static str> {
-    let path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut stats = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `path` is NUL-terminated and `stats` is a valid place for
-    // the kernel to write one `statfs`.
-    let result = unsafe { libc::statfs(path.as_ptr(), stats.as_mut_ptr()) };
-    if result != 0 {
-        return None;
-    }
-    // SAFETY: `statfs` succeeded, so it filled `stats`.
-    let stats = unsafe { stats.assume_init() };
+    let stats = rustix::fs::statfs(path).ok()?;
     // The magic numbers are 32-bit; `f_type` is wider on 64-bit targets.
     let kind = stats.f_type as u32;
     REMOTE_FILE_SYSTEMS
