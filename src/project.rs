@@ -14,6 +14,7 @@ use tokio::sync::{RwLock, watch};
 use crate::cancel::Cancel;
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
+use crate::corpus::Corpus;
 use crate::index::TreeModel;
 use crate::security::PathGate;
 use crate::walk::{self, EntryKind, WalkOptions};
@@ -66,6 +67,11 @@ impl Project {
             checks: OnceLock::new(),
             config: config.clone(),
         })
+    }
+
+    /// The project's files as a call sees them.
+    pub fn corpus(&self) -> Corpus<'_> {
+        Corpus::new(&self.gate, &self.model)
     }
 
     /// The checks this project offers: the configured ones and those

@@ -1,4 +1,4 @@
-//! The protocol layer: registers the six tools, hands each call to its
+//! The protocol layer: registers the eight tools, hands each call to its
 //! module under `tools/`, converts the result, and logs one line per call.
 //! The table in [`table`] says how each tool is listed.
 
@@ -31,9 +31,11 @@ use crate::checks::CheckProgress;
 use crate::config::{Config, unsuitable_default_root};
 use crate::project::{Project, ProjectSlot};
 use crate::tools::check::{CheckInput, CheckOutput};
+use crate::tools::definitions::{DefinitionsInput, DefinitionsOutput};
 use crate::tools::docs::{DocsInput, DocsOutput};
 use crate::tools::find::{FindInput, FindOutput};
 use crate::tools::list::{ListInput, ListOutput};
+use crate::tools::outline::{OutlineInput, OutlineOutput};
 use crate::tools::read::{ReadInput, ReadOutput};
 use crate::tools::search::{SearchInput, SearchOutput};
 use crate::tools::{self, ToolError};
@@ -42,7 +44,8 @@ use table::ToolTable;
 
 const INSTRUCTIONS: &str = "Tools over ONE project directory. Paths are relative to the project \
 root and use '/'. Typical flow: search_project_files or find_project_files to locate code, then \
-read_project_file with start_line/end_line; list_project_directory to see the layout; get_docs \
+read_project_file with start_line/end_line; outline_project_file for the definitions in a \
+source file and their lines, find_symbol_definitions for where a name is defined; list_project_directory to see the layout; get_docs \
 for the project's Markdown docs; run_project_check to run a whitelisted check such as the tests. \
 Secrets (.env, keys, .git) are never readable.";
 
@@ -96,7 +99,7 @@ impl ProjectHelper {
             params,
             &context,
             SearchOutput::log_summary,
-            move |p, cancel| tools::search::search(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::search::search(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -138,7 +141,7 @@ impl ProjectHelper {
             params,
             &context,
             ListOutput::log_summary,
-            move |p, cancel| tools::list::list(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::list::list(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -159,7 +162,51 @@ impl ProjectHelper {
             params,
             &context,
             FindOutput::log_summary,
-            move |p, cancel| tools::find::find(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::find::find(&p.corpus(), &input, cancel),
+        )
+        .await
+    }
+
+    #[tool(
+        description = table::outline_description(),
+        annotations(title = "Outline project file", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn outline_project_file(
+        &self,
+        ToolName(tool): ToolName,
+        Parameters(input): Parameters<OutlineInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<OutlineOutput>, String> {
+        let params = input.log_params();
+        self.call(
+            tool,
+            params,
+            &context,
+            OutlineOutput::log_summary,
+            move |p, cancel| tools::outline::outline(&p.gate, &input, cancel),
+        )
+        .await
+    }
+
+    #[tool(
+        description = table::definitions_description(),
+        annotations(title = "Find symbol definitions", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn find_symbol_definitions(
+        &self,
+        ToolName(tool): ToolName,
+        Parameters(input): Parameters<DefinitionsInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<DefinitionsOutput>, String> {
+        let params = input.log_params();
+        self.call(
+            tool,
+            params,
+            &context,
+            DefinitionsOutput::log_summary,
+            move |p, cancel| {
+                tools::definitions::find_definitions(&p.gate, &p.model, &input, cancel)
+            },
         )
         .await
     }

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars};
 use crate::cancel::Cancel;
+use crate::corpus::searchable::{SNIFF_BYTES, looks_binary};
 use crate::project::{DocsFolder, Project};
-use crate::security::{PathError, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
+use crate::security::{PathError, PathGate, ResolvedPath};
 use crate::walk::{self, EntryKind, WalkOptions, path_order};
 
 pub const DEFAULT_MAX_RESULTS: usize = 10;
