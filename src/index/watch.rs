@@ -14,9 +14,11 @@
 //! itself deleted or moved, or notifications switched off.
 //!
 //! Other platforms answer `Unknown` on every drain: FSEvents delivers after
-//! a latency and ReadDirectoryChangesW on a thread of its own, so neither
-//! can say "nothing else changed before this moment" without writing marker
-//! files into the project, which a read-only server must not do.
+//! a latency, and ReadDirectoryChangesW is documented to report a change of
+//! size or last write time only once the file system cache is flushed (see
+//! docs/architecture.md), so neither can say "nothing else changed before
+//! this moment" without writing marker files into the project, which a
+//! read-only server must not do.
 //!
 //! Known blind spots of inotify (documented in docs/architecture.md): writes
 //! through a shared memory mapping are seen only when the file is closed,
@@ -44,6 +46,7 @@ pub enum Changes {
 }
 
 /// Bounds on the memory and work of the feed.
+#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy)]
 struct Limits {
     /// Paths one drain may report; beyond that it answers `Unknown`.
@@ -57,6 +60,7 @@ struct Limits {
     max_watched_folders: usize,
 }
 
+#[cfg(target_os = "linux")]
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -98,41 +102,46 @@ impl ChangeWatcher {
         pause: &mut dyn FnMut(),
     ) -> Self {
         let enabled = notifications_enabled(std::env::var_os(WATCH_ENV).as_deref());
-        Self::start_with(root, Box::new(ignored), enabled, Limits::default(), pause)
-    }
-
-    fn start_with(
-        root: &Path,
-        ignored: IgnoredFn,
-        enabled: bool,
-        limits: Limits,
-        pause: &mut dyn FnMut(),
-    ) -> Self {
         if !enabled {
-            tracing::info!(
-                root = %root.display(),
-                "change notifications off ({WATCH_ENV}=off): every call re-checks the tree"
-            );
-            return ChangeWatcher { feed: Feed::Off };
+            return Self::off(root);
         }
         #[cfg(target_os = "linux")]
         {
-            match linux::InotifyFeed::start(root, ignored, limits, pause) {
-                Some(feed) => ChangeWatcher {
-                    feed: Feed::Inotify(std::sync::Mutex::new(feed)),
-                },
-                None => ChangeWatcher { feed: Feed::Off },
-            }
+            Self::start_inotify(root, Box::new(ignored), Limits::default(), pause)
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (ignored, limits, pause);
+            let _ = (ignored, pause);
             tracing::info!(
                 root = %root.display(),
                 "change notifications: none on this platform that report every change \
-                 before a call starts; every call re-checks the tree"
+                 before a call starts (see docs/architecture.md); every call re-checks the tree"
             );
             ChangeWatcher { feed: Feed::Off }
+        }
+    }
+
+    /// Notifications switched off: every drain answers `Unknown`.
+    fn off(root: &Path) -> Self {
+        tracing::info!(
+            root = %root.display(),
+            "change notifications off ({WATCH_ENV}=off): every call re-checks the tree"
+        );
+        ChangeWatcher { feed: Feed::Off }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn start_inotify(
+        root: &Path,
+        ignored: IgnoredFn,
+        limits: Limits,
+        pause: &mut dyn FnMut(),
+    ) -> Self {
+        match linux::InotifyFeed::start(root, ignored, limits, pause) {
+            Some(feed) => ChangeWatcher {
+                feed: Feed::Inotify(std::sync::Mutex::new(feed)),
+            },
+            None => ChangeWatcher { feed: Feed::Off },
         }
     }
 
@@ -162,6 +171,7 @@ impl ChangeWatcher {
     }
 }
 
+#[cfg(target_os = "linux")]
 type IgnoredFn = Box<dyn Fn(&Path, bool) -> bool + Send>;
 
 /// The test switch: anything but `off`, `0`, `false` or `no` (any case)
@@ -176,6 +186,7 @@ fn notifications_enabled(value: Option<&std::ffi::OsStr>) -> bool {
 }
 
 /// An ignore file whose edit may change which folders the caller skips.
+#[cfg(target_os = "linux")]
 fn is_ignore_file(name: &std::ffi::OsStr) -> bool {
     name == ".gitignore" || name == ".ignore"
 }
@@ -650,13 +661,7 @@ mod tests {
     #[test]
     fn switched_off_every_drain_is_unknown() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let watcher = ChangeWatcher::start_with(
-            dir.path(),
-            Box::new(|_, _| false),
-            false,
-            Limits::default(),
-            &mut || {},
-        );
+        let watcher = ChangeWatcher::off(dir.path());
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
         std::fs::write(dir.path().join("a.txt"), "a").expect("write");
@@ -688,7 +693,7 @@ mod linux_tests {
         fn with(ignored: IgnoredFn, limits: Limits) -> Fixture {
             let dir = tempfile::tempdir().expect("temp dir");
             let root = dunce::canonicalize(dir.path()).expect("canonical root");
-            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits, &mut || {});
+            let watcher = ChangeWatcher::start_inotify(&root, ignored, limits, &mut || {});
             assert!(watcher.is_live(), "inotify is available here");
             Fixture {
                 _dir: dir,
@@ -972,7 +977,7 @@ mod linux_tests {
             ..Limits::default()
         };
         let watcher =
-            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits, &mut || {});
+            ChangeWatcher::start_inotify(dir.path(), Box::new(|_, _| false), limits, &mut || {});
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
     }
@@ -982,10 +987,9 @@ mod linux_tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let root = parent.path().join("proj");
         fs::create_dir(&root).expect("mkdir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &root,
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );
@@ -998,10 +1002,9 @@ mod linux_tests {
     #[test]
     fn start_watches_a_missing_root_as_off() {
         let parent = tempfile::tempdir().expect("temp dir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &parent.path().join("missing"),
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );
