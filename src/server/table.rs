@@ -201,7 +201,7 @@ pub fn find_description() -> String {
 pub fn outline_description() -> String {
     format!(
         "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature}} (signature: the first line). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
-        size_text(crate::security::MAX_SEARCHED_BYTES)
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
 
@@ -412,7 +412,10 @@ mod tests {
         );
         described(
             "outline_project_file",
-            format!("(up to {})", size_text(crate::security::MAX_SEARCHED_BYTES)),
+            format!(
+                "(up to {})",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
         );
 
         let hint_of = |name: &str| hint(&row_tool(&table, name));
