@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod corpus;
 pub mod glob;
 pub mod hosts;
 pub mod index;

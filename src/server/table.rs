@@ -173,7 +173,7 @@ pub fn search_description() -> String {
     format!(
         "Search file contents in the project (like ripgrep). Default: exact, case-sensitive substring; set regex=true for Rust regex syntax. Narrow with `path` (a folder) and `glob` (e.g. '*.py', 'src/**/*.rs'). output_mode 'content' returns matches {{file, line, text}} (context_lines adds before/after), 'files_with_matches' returns file paths, 'count' returns per-file counts. At most {} results per call; page with offset. Skips binary and >{} files, ignored and secret files. Results sorted by path, then line.",
         search::MAX_RESULTS_CAP,
-        size_text(crate::security::MAX_SEARCHED_BYTES)
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
 
@@ -201,7 +201,7 @@ pub fn find_description() -> String {
 pub fn outline_description() -> String {
     format!(
         "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature}} (signature: the first line). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
-        size_text(crate::security::MAX_SEARCHED_BYTES)
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
 
@@ -385,7 +385,10 @@ mod tests {
         );
         described(
             "search_project_files",
-            format!(">{} files", size_text(crate::security::MAX_SEARCHED_BYTES)),
+            format!(
+                ">{} files",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
         );
         described(
             "read_project_file",
@@ -409,7 +412,10 @@ mod tests {
         );
         described(
             "outline_project_file",
-            format!("(up to {})", size_text(crate::security::MAX_SEARCHED_BYTES)),
+            format!(
+                "(up to {})",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
         );
 
         let hint_of = |name: &str| hint(&row_tool(&table, name));

@@ -27,7 +27,7 @@ use languages::Definition;
 pub use languages::{Language, file_ending};
 
 /// Largest file parsed: the search's limit, so both see the same files.
-pub const MAX_FILE_BYTES: u64 = crate::security::MAX_SEARCHED_BYTES;
+pub const MAX_FILE_BYTES: u64 = crate::corpus::searchable::MAX_SEARCHED_BYTES;
 /// Longest one parse may take; a 2 MiB file of C parses in a fraction of it.
 pub const PARSE_BUDGET: Duration = Duration::from_secs(2);
 /// Signatures (a definition's first line) are cut to this many characters.

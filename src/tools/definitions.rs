@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
+use crate::corpus::searchable::{SNIFF_BYTES, looks_binary, read_searchable};
 use crate::index::TreeModel;
-use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
+use crate::security::PathGate;
 use crate::symbols::{self, Language, ParseError, SymbolKind};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
 

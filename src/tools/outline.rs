@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, SNIFF_BYTES, looks_binary, read_searchable};
+use crate::corpus::searchable::{MAX_SEARCHED_BYTES, SNIFF_BYTES, looks_binary, read_searchable};
+use crate::security::PathGate;
 use crate::symbols::{self, Language, ParseError, Symbol, SymbolKind};
 
 /// Largest answer as JSON text: about 25,000 tokens, a few thousand symbols.
