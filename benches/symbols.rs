@@ -179,6 +179,50 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
     (tags, spent)
 }
 
+/// p50 of parsing one 5,000-line file: the first 5,000 lines of the sample's
+/// Rust (then Python) files, joined.
+fn outline_time(files: &[PathBuf]) {
+    for language in [Language::Rust, Language::Python] {
+        let mut text = String::new();
+        for file in files
+            .iter()
+            .filter(|f| f.to_str().and_then(Language::of_path) == Some(language))
+        {
+            if let Ok(source) = std::fs::read_to_string(file) {
+                text.push_str(&source);
+                text.push('\n');
+            }
+            if text.lines().count() >= 5_000 {
+                break;
+            }
+        }
+        let text: String = text
+            .lines()
+            .take(5_000)
+            .map(|line| format!("{line}\n"))
+            .collect();
+        if text.lines().count() < 5_000 {
+            continue;
+        }
+        let mut times: Vec<Duration> = (0..21)
+            .map(|_| {
+                let started = Instant::now();
+                let found = symbols::definitions(language, text.as_bytes(), &Cancel::never());
+                assert!(found.is_ok());
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        println!(
+            "outline of a 5,000-line {} file ({} KB): p50 {:.1} ms, max {:.1} ms (21 runs)",
+            language.name(),
+            text.len() / 1000,
+            times[10].as_secs_f64() * 1000.0,
+            times[20].as_secs_f64() * 1000.0
+        );
+    }
+}
+
 fn main() {
     let roots: Vec<PathBuf> = std::env::args()
         .skip(1)
@@ -203,6 +247,7 @@ fn main() {
         files.len(),
         roots.len()
     );
+    outline_time(&files);
     let (mine, my_time) = ours(&files);
     let (theirs, their_time) = ctags(&files);
     println!(
