@@ -18,7 +18,7 @@ use crate::cancel::Cancel;
 use crate::corpus::searchable::{SNIFF_BYTES, looks_binary, read_searchable};
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::symbols::{self, Language, ParseError, SymbolKind};
+use crate::symbols::{self, Language, ParseError, Symbol, SymbolKind};
 use crate::walk::{self, Entry, EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -116,7 +116,9 @@ struct Found {
     page: Vec<SymbolDefinition>,
     /// Definitions before `offset`, counted only.
     skipped: usize,
-    unparsed: Vec<String>,
+    /// Files that hold the name but could not be parsed, and the first few.
+    unparsed: usize,
+    unparsed_shown: Vec<String>,
 }
 
 pub fn find_definitions(
@@ -139,58 +141,21 @@ pub fn find_definitions(
         )));
     }
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let wanted = max_results + 1;
     let start = gate.resolve(&input.path)?;
-    let finder = memchr::memmem::Finder::new(name.as_bytes());
-    let mut found = Found::default();
-    let mut buffer = Vec::new();
-    let mut visit = |entry: Entry| -> Result<ControlFlow<()>, ToolError> {
-        ToolError::check_cancel(cancel)?;
-        if entry.kind != EntryKind::File {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let Some(language) = Language::of_path(&entry.relative) else {
-            return Ok(ControlFlow::Continue(()));
-        };
-        let Some(source) = read_source(gate, &entry, &mut buffer) else {
-            return Ok(ControlFlow::Continue(()));
-        };
-        if finder.find(source).is_none() {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let definitions = match symbols::definitions(language, source, cancel) {
-            Ok(definitions) => definitions,
-            Err(ParseError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(_) => {
-                found.unparsed.push(entry.relative.clone());
-                return Ok(ControlFlow::Continue(()));
-            }
-        };
-        let matching = definitions.into_iter().filter(|symbol| {
-            symbol.name == name && input.kind.is_none_or(|kind| symbol.kind == kind)
-        });
-        for symbol in matching {
-            if found.skipped < input.offset {
-                found.skipped += 1;
-                continue;
-            }
-            found.page.push(SymbolDefinition {
-                file: entry.relative.clone(),
-                line: symbol.line,
-                end_line: symbol.end_line,
-                kind: symbol.kind,
-                name: symbol.name,
-                parent: symbol.parent,
-                signature: symbol.signature,
-            });
-        }
-        Ok(if found.page.len() >= wanted {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        })
+    let mut collector = Collector {
+        lookup: Lookup {
+            gate,
+            name,
+            kind: input.kind,
+            finder: memchr::memmem::Finder::new(name.as_bytes()),
+            cancel,
+        },
+        offset: input.offset,
+        wanted: max_results + 1,
+        batch: Vec::new(),
+        batch_size: walk::worker_threads() * FILES_PER_THREAD,
+        found: Found::default(),
     };
-
     if start.real.is_file() {
         let entry = Entry {
             relative: start.relative.clone(),
@@ -201,13 +166,13 @@ pub fn find_definitions(
             ino: None,
         };
         // One file: nothing follows to stop for.
-        let _ = visit(entry)?;
+        let _ = collector.offer(entry)?;
     } else {
         let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
         match model.candidates(&start, &query) {
             Some(files) => {
                 for entry in files {
-                    if visit(entry)?.is_break() {
+                    if collector.offer(entry)?.is_break() {
                         break;
                     }
                 }
@@ -218,11 +183,13 @@ pub fn find_definitions(
                     cancel: cancel.clone(),
                 };
                 let mut failure = None;
-                walk::walk_files_to_open(gate, &start, &options, |entry| match visit(entry) {
-                    Ok(flow) => flow,
-                    Err(error) => {
-                        failure = Some(error);
-                        ControlFlow::Break(())
+                walk::walk_files_to_open(gate, &start, &options, |entry| {
+                    match collector.offer(entry) {
+                        Ok(flow) => flow,
+                        Err(error) => {
+                            failure = Some(error);
+                            ControlFlow::Break(())
+                        }
                     }
                 })
                 .map_err(|error| ToolError::io(&start.relative, &error))?;
@@ -232,8 +199,169 @@ pub fn find_definitions(
             }
         }
     }
+    let found = collector.finish()?;
     ToolError::check_cancel(cancel)?;
     Ok(assemble(name, found, max_results))
+}
+
+/// Files parsed per worker thread in one batch: enough to keep the threads
+/// busy, few enough that a full page wastes little.
+const FILES_PER_THREAD: usize = 8;
+
+/// What one call looks for.
+struct Lookup<'a> {
+    gate: &'a PathGate,
+    name: &'a str,
+    kind: Option<SymbolKind>,
+    finder: memchr::memmem::Finder<'a>,
+    cancel: &'a Cancel,
+}
+
+/// What one file gave.
+enum Outcome {
+    /// Not a candidate after all: unreadable, binary, too large, or
+    /// without the name.
+    Skipped,
+    /// Holds the name but could not be parsed in time.
+    Unparsed,
+    Defined(Vec<Symbol>),
+}
+
+impl Lookup<'_> {
+    /// The matching definitions of one file, reading into `buffer`.
+    fn file(&self, entry: &Entry, buffer: &mut Vec<u8>) -> Result<Outcome, ToolError> {
+        ToolError::check_cancel(self.cancel)?;
+        let Some(language) = Language::of_path(&entry.relative) else {
+            return Ok(Outcome::Skipped);
+        };
+        let Some(source) = read_source(self.gate, entry, buffer) else {
+            return Ok(Outcome::Skipped);
+        };
+        if self.finder.find(source).is_none() {
+            return Ok(Outcome::Skipped);
+        }
+        match symbols::definitions(language, source, self.cancel) {
+            Ok(definitions) => Ok(Outcome::Defined(
+                definitions
+                    .into_iter()
+                    .filter(|symbol| {
+                        symbol.name == self.name && self.kind.is_none_or(|kind| symbol.kind == kind)
+                    })
+                    .collect(),
+            )),
+            Err(ParseError::Cancelled) => Err(ToolError::Cancelled),
+            Err(_) => Ok(Outcome::Unparsed),
+        }
+    }
+
+    /// The outcomes of `entries`, in their order, parsed on the worker
+    /// threads (each takes a contiguous share).
+    fn files(&self, entries: &[Entry]) -> Result<Vec<Outcome>, ToolError> {
+        let threads = walk::worker_threads().min(entries.len()).max(1);
+        let share = entries.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = entries
+                .chunks(share.max(1))
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let mut buffer = Vec::new();
+                        chunk
+                            .iter()
+                            .map(|entry| self.file(entry, &mut buffer))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                })
+                .collect();
+            let mut outcomes = Vec::with_capacity(entries.len());
+            for handle in handles {
+                match handle.join() {
+                    Ok(chunk) => outcomes.extend(chunk?),
+                    // A parser thread that panicked: the file's answer is
+                    // unknown, never a crash of the call.
+                    Err(_) => {
+                        return Err(ToolError::invalid(
+                            "internal error while parsing; search_project_files finds the name",
+                        ));
+                    }
+                }
+            }
+            Ok(outcomes)
+        })
+    }
+}
+
+/// Takes the candidate files in path order, parses them a batch at a time,
+/// and keeps the page.
+struct Collector<'a> {
+    lookup: Lookup<'a>,
+    offset: usize,
+    wanted: usize,
+    batch: Vec<Entry>,
+    batch_size: usize,
+    found: Found,
+}
+
+impl Collector<'_> {
+    fn offer(&mut self, entry: Entry) -> Result<ControlFlow<()>, ToolError> {
+        ToolError::check_cancel(self.lookup.cancel)?;
+        if entry.kind != EntryKind::File || Language::of_path(&entry.relative).is_none() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.batch.push(entry);
+        if self.batch.len() < self.batch_size {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.parse_batch()
+    }
+
+    fn parse_batch(&mut self) -> Result<ControlFlow<()>, ToolError> {
+        let batch = std::mem::take(&mut self.batch);
+        let outcomes = self.lookup.files(&batch)?;
+        for (entry, outcome) in batch.into_iter().zip(outcomes) {
+            match outcome {
+                Outcome::Skipped => {}
+                Outcome::Unparsed => {
+                    self.found.unparsed += 1;
+                    if self.found.unparsed_shown.len() < MAX_NOTED_FILES {
+                        self.found.unparsed_shown.push(entry.relative);
+                    }
+                }
+                Outcome::Defined(symbols) => {
+                    for symbol in symbols {
+                        if self.found.page.len() >= self.wanted {
+                            break;
+                        }
+                        if self.found.skipped < self.offset {
+                            self.found.skipped += 1;
+                            continue;
+                        }
+                        self.found.page.push(SymbolDefinition {
+                            file: entry.relative.clone(),
+                            line: symbol.line,
+                            end_line: symbol.end_line,
+                            kind: symbol.kind,
+                            name: symbol.name,
+                            parent: symbol.parent,
+                            signature: symbol.signature,
+                        });
+                    }
+                }
+            }
+            if self.found.page.len() >= self.wanted {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The page, once the files left in the last batch are parsed.
+    fn finish(mut self) -> Result<Found, ToolError> {
+        if !self.batch.is_empty() && self.found.page.len() < self.wanted {
+            // The last batch: nothing follows to stop for.
+            let _ = self.parse_batch()?;
+        }
+        Ok(self.found)
+    }
 }
 
 /// The file's text when it is a regular text file within the size cap,
@@ -257,17 +385,11 @@ fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
         truncated: false,
         note: None,
     };
-    if !found.unparsed.is_empty() {
-        let shown = found
-            .unparsed
-            .iter()
-            .take(MAX_NOTED_FILES)
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join(", ");
+    if found.unparsed > 0 {
+        let shown = found.unparsed_shown.join(", ");
         output.note = Some(format!(
             "{} file(s) holding the name could not be parsed within {} seconds each and are not in the answer: {shown}; search_project_files finds the name in them",
-            found.unparsed.len(),
+            found.unparsed,
             symbols::PARSE_BUDGET.as_secs()
         ));
     }
@@ -416,6 +538,39 @@ mod tests {
             paged.extend(output.definitions);
         }
         assert_eq!(paged, all.definitions);
+    }
+
+    #[test]
+    fn pages_across_parse_batches_keep_path_order() {
+        let sources: Vec<(String, String)> = (0..150)
+            .map(|i| {
+                (
+                    format!("d{}/m{i:03}.py", i % 3),
+                    format!("x = 1\ndef f():\n    return {i}\n"),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(path, source)| (path.as_str(), source.as_str()))
+            .collect();
+        let (_dir, gate) = temp_project(&files);
+        let mut expected: Vec<&str> = files.iter().map(|(path, _)| *path).collect();
+        expected.sort_by(|a, b| crate::walk::path_order(a, b));
+        let mut seen = Vec::new();
+        for page in 0..4 {
+            let output = find(
+                &gate,
+                &DefinitionsInput {
+                    max_results: 40,
+                    offset: page * 40,
+                    ..input("f")
+                },
+            );
+            assert_eq!(output.truncated, page < 3, "page {page}");
+            seen.extend(output.definitions.into_iter().map(|d| d.file));
+        }
+        assert_eq!(seen, expected);
     }
 
     #[test]
