@@ -375,7 +375,7 @@ async fn hostile_files_neither_crash_nor_hang_the_server() {
             json!({"name": "b", "max_results": 200}),
         )
         .await;
-    assert_eq!(found["count"], 200);
+    assert_eq!(found["count"], 200, "{found}");
     assert_eq!(found["truncated"], true);
     // Still serving.
     let out = server
