@@ -12,7 +12,6 @@ mod demo_requests;
 mod docs;
 mod freshness;
 mod gate;
-mod hostile_gate;
 mod index;
 mod list_find;
 mod packaging;
