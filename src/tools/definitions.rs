@@ -37,7 +37,7 @@ pub struct DefinitionsInput {
     #[serde(default)]
     pub kind: Option<SymbolKind>,
     /// Folder (or single file) to look in, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// Maximum number of definitions to return.
     #[serde(default = "default_max_results")]
@@ -49,9 +49,6 @@ pub struct DefinitionsInput {
     pub offset: usize,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }
