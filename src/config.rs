@@ -50,6 +50,8 @@ pub struct Config {
     pub root: Option<PathBuf>,
     /// Markdown folder for `get_docs`; `None` means `<root>/docs`.
     pub docs_root: Option<PathBuf>,
+    /// The operator file read (already read: kept for `config` snippets).
+    pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub log_level: LogLevel,
     /// Checks from the operator config: a name maps to a check or to `false`
@@ -219,13 +221,15 @@ impl Config {
             Some(text) if !text.trim().is_empty() => LogLevel::parse(text)?,
             _ => LogLevel::Info,
         };
-        let file = match overrides.config_file.as_deref() {
+        let config_file = resolve(overrides.config_file)?;
+        let file = match config_file.as_deref() {
             Some(path) => OperatorFile::load(path)?,
             None => OperatorFile::default(),
         };
         Ok(Self {
             root,
             docs_root,
+            config_file,
             log_file: resolve(overrides.log_file)?,
             log_level,
             checks: file.checks(),
@@ -255,7 +259,7 @@ impl Config {
     }
 }
 
-/// Resolves a relative `--root`, `--docs` or `--log-file` (or its
+/// Resolves a relative `--root`, `--docs`, `--config` or `--log-file` (or its
 /// variable) against the top of the project holding the working directory:
 /// the nearest folder, the working directory included, that holds `.git`
 /// (a folder, or a file in worktrees and submodules); in a tree without
@@ -388,10 +392,10 @@ fn is_system_folder(root: &Path) -> bool {
     })
 }
 
-/// Canonicalizes an operator-given root once; `dunce` keeps Windows paths
-/// free of the `\\?\` prefix.
+/// Canonicalizes an operator-given root once, in the gate's plain form
+/// (no `\\?\` prefix on Windows, however long the path).
 pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    let canonical = dunce::canonicalize(path).map_err(|_| ConfigError::RootMissing {
+    let canonical = crate::security::canonicalize(path).map_err(|_| ConfigError::RootMissing {
         path: path.to_path_buf(),
     })?;
     if !canonical.is_dir() {
@@ -401,7 +405,7 @@ pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
 }
 
 fn canonical_docs_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    match dunce::canonicalize(path) {
+    match crate::security::canonicalize(path) {
         Ok(canonical) if canonical.is_dir() => Ok(canonical),
         _ => Err(ConfigError::DocsNotDirectory {
             path: path.to_path_buf(),

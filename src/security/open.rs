@@ -39,15 +39,19 @@ fn not_regular(what: &str) -> io::Error {
 fn regular_only(file: File) -> io::Result<(File, Metadata)> {
     let metadata = file.metadata()?;
     if metadata.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "it is a directory, not a regular file; list_project_directory shows what a folder holds",
-        ));
+        return Err(is_a_folder());
     }
     if !metadata.is_file() {
         return Err(not_regular("a special file (FIFO, socket or device)"));
     }
     Ok((file, metadata))
+}
+
+fn is_a_folder() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::IsADirectory,
+        "it is a directory, not a regular file; list_project_directory shows what a folder holds",
+    )
 }
 
 /// The names of a root-relative path; `..`, roots and prefixes never get
@@ -396,9 +400,10 @@ mod unix {
 mod other {
     use super::*;
 
-    /// Nothing to hold without `openat`.
+    /// Nothing to hold without `openat` (a field, so that it is made as
+    /// the Unix one is, with `default()`).
     #[derive(Debug, Default)]
-    pub struct LastFolder;
+    pub struct LastFolder(());
 
     /// Without `openat`, a folder is its root-relative path, checked when
     /// it was opened and again for each file opened in it.
@@ -439,11 +444,17 @@ mod other {
 
         pub fn open_file(&self, relative: &Path) -> io::Result<(File, Metadata)> {
             let path = self.located(relative)?;
-            if std::fs::symlink_metadata(&path)?.file_type().is_symlink() {
+            let file_type = std::fs::symlink_metadata(&path)?.file_type();
+            if file_type.is_symlink() {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     "a symlink on the way is not followed here; only files inside the project root can be read",
                 ));
+            }
+            // Windows refuses to open a folder as a file with "Access
+            // denied", which would tell the caller the wrong thing.
+            if file_type.is_dir() {
+                return Err(is_a_folder());
             }
             let opened = regular_only(File::open(&path)?)?;
             self.still_inside(&path)?;
@@ -505,7 +516,7 @@ mod other {
         }
 
         fn still_inside(&self, path: &Path) -> io::Result<()> {
-            if dunce::canonicalize(path)?.starts_with(&self.path) {
+            if crate::security::canonicalize(path)?.starts_with(&self.path) {
                 Ok(())
             } else {
                 Err(io::Error::new(
@@ -520,6 +531,7 @@ mod other {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::fs;
 
     fn root_with(files: &[(&str, &str)]) -> (tempfile::TempDir, RootDir) {

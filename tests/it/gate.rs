@@ -675,6 +675,7 @@ fn random_paths_never_escape_or_reveal_a_secret() {
 /// marker; no answer may ever contain it.
 const LEAK_MARKER: &str = "GATELEAK";
 
+#[cfg(unix)]
 fn tool_answer_text(result: &rmcp::model::CallToolResult) -> String {
     let structured = result
         .structured_content

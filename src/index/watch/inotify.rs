@@ -451,7 +451,7 @@ mod tests {
         fn with(ignored: IgnoredFn, limits: Limits) -> Fixture {
             let dir = tempfile::tempdir().expect("temp dir");
             let root = dunce::canonicalize(dir.path()).expect("canonical root");
-            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits, &mut || {});
+            let watcher = ChangeWatcher::start_inotify(&root, ignored, limits, &mut || {});
             assert!(watcher.is_live(), "inotify is available here");
             Fixture {
                 _dir: dir,
@@ -710,7 +710,7 @@ mod tests {
             ..Limits::default()
         };
         let watcher =
-            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits, &mut || {});
+            ChangeWatcher::start_inotify(dir.path(), Box::new(|_, _| false), limits, &mut || {});
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
     }
@@ -720,10 +720,9 @@ mod tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let root = parent.path().join("proj");
         fs::create_dir(&root).expect("mkdir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &root,
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );
@@ -736,10 +735,9 @@ mod tests {
     #[test]
     fn start_watches_a_missing_root_as_off() {
         let parent = tempfile::tempdir().expect("temp dir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &parent.path().join("missing"),
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );

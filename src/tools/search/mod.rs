@@ -534,7 +534,7 @@ mod tests {
         // Control characters escape to six characters each in JSON.
         let line = format!("x{}", "\u{1}".repeat(MAX_LINE_CHARS * 2));
         let text: String = (0..400).map(|_| format!("{line}\n")).collect();
-        let name = format!("{}.txt", "\u{1}".repeat(200));
+        let name = format!("{}.txt", crate::tools::COSTLY_NAME_CHAR.repeat(200));
         let (_d, gate) = project(&[(name.as_str(), text.as_str())]);
         for mode in [
             OutputMode::Content,
