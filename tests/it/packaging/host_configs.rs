@@ -3,7 +3,7 @@
 //! host expands them, exactly the command it names is started (with the
 //! built binary's folder first on PATH, as an install puts it on PATH), and a
 //! tool call completes through rmcp's client. `config <host>` output is
-//! checked the same way. (tests/hosts_cli.rs drives the real host CLIs.)
+//! checked the same way. (hosts_cli.rs beside it drives the real host CLIs.)
 //!
 //! Each test runs in a scratch copy of the project so the log lands in the
 //! copy's `target/mcp-project-helper.log`, not in the repository.

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-/// Images larger than this fail the build (issue: "Image under 8 MB").
+/// Images larger than this fail the build: the published bound on the image.
 const MAX_IMAGE_BYTES: u64 = 8_000_000;
 
 fn support(script: &str) -> PathBuf {
