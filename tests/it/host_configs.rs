@@ -507,3 +507,47 @@ fn the_install_sections_scripts_point_at_exist() {
         "docs/install.md has no section {section:?} ({script} points at it)"
     );
 }
+
+/// README.md's "The two commands": exactly two, the second is what `.ci/run`
+/// runs, and the first one's server (what `cargo run --release --` starts)
+/// answers from the repository top on the documented arguments.
+#[tokio::test]
+async fn the_readmes_two_commands_are_what_ci_runs_and_the_server_answers() {
+    let readme = std::fs::read_to_string(repo_dir().join("README.md")).expect("read");
+    let section = readme
+        .split("## The two commands")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section named The two commands");
+    let commands: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release -- --root demo_project", "cargo test"]
+    );
+    let ci = std::fs::read_to_string(repo_dir().join(".ci/run")).expect("read .ci/run");
+    let test_runs: Vec<&str> = ci
+        .lines()
+        .filter(|line| line.trim_start().starts_with("cargo test"))
+        .collect();
+    assert_eq!(test_runs, ["cargo test"]);
+    let server_args: Vec<String> = commands[0]
+        .split_once(" -- ")
+        .expect("cargo run -- ARGS")
+        .1
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    start_and_call(
+        &binary().to_string_lossy(),
+        &server_args,
+        &repo_dir(),
+        &[],
+        None,
+    )
+    .await;
+}
