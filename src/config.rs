@@ -392,10 +392,10 @@ fn is_system_folder(root: &Path) -> bool {
     })
 }
 
-/// Canonicalizes an operator-given root once; `dunce` keeps Windows paths
-/// free of the `\\?\` prefix.
+/// Canonicalizes an operator-given root once, in the gate's plain form
+/// (no `\\?\` prefix on Windows, however long the path).
 pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    let canonical = dunce::canonicalize(path).map_err(|_| ConfigError::RootMissing {
+    let canonical = crate::security::canonicalize(path).map_err(|_| ConfigError::RootMissing {
         path: path.to_path_buf(),
     })?;
     if !canonical.is_dir() {
@@ -405,7 +405,7 @@ pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
 }
 
 fn canonical_docs_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    match dunce::canonicalize(path) {
+    match crate::security::canonicalize(path) {
         Ok(canonical) if canonical.is_dir() => Ok(canonical),
         _ => Err(ConfigError::DocsNotDirectory {
             path: path.to_path_buf(),

@@ -57,7 +57,7 @@ impl Indexer {
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
             return (None, false, Content::Always);
         };
-        let stamp = Stamp::of(&metadata);
+        let stamp = Stamp::of_open(&file, &metadata);
         let settled = !stamp.is_racy(seen_at);
         let answer = |content| (Some(stamp), settled, content);
         if !metadata.is_file() || !settled {

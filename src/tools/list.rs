@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_within_the_size_hint() {
-        let name = "\u{1}".repeat(250);
+        let name = crate::tools::COSTLY_NAME_CHAR.repeat(250);
         let files: Vec<(String, &str)> = (0..MAX_ENTRIES_CAP)
             .map(|i| (format!("{i:04}{name}"), ""))
             .collect();

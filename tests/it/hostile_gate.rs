@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use crate::common::{self, Server, TempProject, strings};
-use serde_json::{Value, json};
+#[cfg(unix)]
+use serde_json::Value;
+use serde_json::json;
 
 /// Every planted outside or secret file carries this marker; no answer may
 /// ever contain it.
 const MARKER: &str = "GATELEAK";
 
+#[cfg(unix)]
 fn tool_answer_text(result: &rmcp::model::CallToolResult) -> String {
     let structured = result
         .structured_content

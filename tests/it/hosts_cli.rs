@@ -124,6 +124,7 @@ fn config_document(args: &[&str], cwd: &Path) -> String {
 }
 
 /// The `claude mcp add` line `config claude-code` prints for this shell.
+#[cfg(unix)]
 fn claude_mcp_add_line(args: &[&str], cwd: &Path) -> String {
     let output = cli_command(&["config"])
         .args(args)
