@@ -1,12 +1,10 @@
 //! `find_symbol_definitions`: where a name is defined across the project.
 //!
-//! Only a file that contains the name can define it, so the candidates are
-//! the tree model's files for a literal query of the name (the walker's
-//! files, with the same skip and deny rules as search, when the model
-//! cannot answer); each candidate of a known language that holds the name
-//! is parsed. The model lists every file it cannot vouch for, so the answer
-//! is exact whatever the state of the index. Files come in path order and
-//! definitions in line order, so the walk stops once the page is full.
+//! Only a file that contains the name can define it, so the files are the
+//! corpus's documents for a literal query of the name, with the same skip
+//! and deny rules as search; each of a known language that holds the name
+//! is parsed (on the corpus's worker threads). Documents come in path order
+//! and definitions in line order, so the scan stops once the page is full.
 
 use std::ops::ControlFlow;
 
@@ -15,11 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
-use crate::corpus::searchable::{SNIFF_BYTES, looks_binary, read_searchable};
-use crate::index::TreeModel;
-use crate::security::PathGate;
-use crate::symbols::{self, Language, ParseError, Symbol, SymbolKind};
-use crate::walk::{self, Entry, EntryKind, WalkOptions};
+use crate::corpus::{Corpus, Document, Outcome, Reader};
+use crate::symbols::{self, Language, ParseError, SymbolKind};
+use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -41,7 +37,7 @@ pub struct DefinitionsInput {
     #[serde(default)]
     pub kind: Option<SymbolKind>,
     /// Folder (or single file) to look in, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// Maximum number of definitions to return.
     #[serde(default = "default_max_results")]
@@ -53,9 +49,6 @@ pub struct DefinitionsInput {
     pub offset: usize,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }
@@ -116,14 +109,11 @@ struct Found {
     page: Vec<SymbolDefinition>,
     /// Definitions before `offset`, counted only.
     skipped: usize,
-    /// Files that hold the name but could not be parsed, and the first few.
-    unparsed: usize,
-    unparsed_shown: Vec<String>,
+    unparsed: Vec<String>,
 }
 
 pub fn find_definitions(
-    gate: &PathGate,
-    model: &TreeModel,
+    corpus: &Corpus<'_>,
     input: &DefinitionsInput,
     cancel: &Cancel,
 ) -> Result<DefinitionsOutput, ToolError> {
@@ -141,239 +131,135 @@ pub fn find_definitions(
         )));
     }
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let start = gate.resolve(&input.path)?;
-    let mut collector = Collector {
-        lookup: Lookup {
-            gate,
-            name,
-            kind: input.kind,
-            finder: memchr::memmem::Finder::new(name.as_bytes()),
-            cancel,
-        },
-        offset: input.offset,
-        wanted: max_results + 1,
-        batch: Vec::new(),
-        batch_size: walk::worker_threads() * FILES_PER_THREAD,
-        found: Found::default(),
+    let wanted = max_results + 1;
+    let start = corpus.gate().resolve(&input.path)?;
+    let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
+    let options = WalkOptions {
+        include_ignored: false,
+        cancel: cancel.clone(),
     };
-    if start.real.is_file() {
-        let entry = Entry {
-            relative: start.relative.clone(),
-            path: start.real.clone(),
-            kind: EntryKind::File,
-            depth: 0,
-            size: None,
-            ino: None,
-        };
-        // One file: nothing follows to stop for.
-        let _ = collector.offer(entry)?;
-    } else {
-        let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
-        match model.candidates(&start, &query) {
-            Some(files) => {
-                for entry in files {
-                    if collector.offer(entry)?.is_break() {
-                        break;
+    let reader = Parser {
+        name,
+        kind: input.kind,
+        finder: memchr::memmem::Finder::new(name.as_bytes()),
+        cancel,
+    };
+    let mut found = Found::default();
+    corpus
+        .scan(
+            &start,
+            &query,
+            &options,
+            |name| Language::of_path(name).is_some(),
+            &reader,
+            |file: FileDefinitions| {
+                found.unparsed.extend(file.unparsed);
+                for definition in file.definitions {
+                    if found.skipped < input.offset {
+                        found.skipped += 1;
+                        continue;
                     }
+                    found.page.push(definition);
                 }
-            }
-            None => {
-                let options = WalkOptions {
-                    include_ignored: false,
-                    cancel: cancel.clone(),
-                };
-                let mut failure = None;
-                walk::walk_files_to_open(gate, &start, &options, |entry| {
-                    match collector.offer(entry) {
-                        Ok(flow) => flow,
-                        Err(error) => {
-                            failure = Some(error);
-                            ControlFlow::Break(())
-                        }
-                    }
-                })
-                .map_err(|error| ToolError::io(&start.relative, &error))?;
-                if let Some(error) = failure {
-                    return Err(error);
+                if found.page.len() >= wanted {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
                 }
-            }
-        }
-    }
-    let found = collector.finish()?;
+            },
+        )
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     Ok(assemble(name, found, max_results))
 }
 
-/// Files parsed per worker thread in one batch: enough to keep the threads
-/// busy, few enough that a full page wastes little.
-const FILES_PER_THREAD: usize = 8;
+/// What one file gave: its definitions of the name, in line order, or its
+/// name when it could not be parsed.
+#[derive(Debug, Default, Clone)]
+struct FileDefinitions {
+    definitions: Vec<SymbolDefinition>,
+    unparsed: Option<String>,
+}
 
-/// What one call looks for.
-struct Lookup<'a> {
-    gate: &'a PathGate,
+impl Outcome for FileDefinitions {
+    fn renamed(&self, document: &Document) -> Option<Self> {
+        let file = document.name().to_string();
+        Some(FileDefinitions {
+            definitions: self
+                .definitions
+                .iter()
+                .map(|definition| SymbolDefinition {
+                    file: file.clone(),
+                    ..definition.clone()
+                })
+                .collect(),
+            unparsed: self.unparsed.as_ref().map(|_| file.clone()),
+        })
+    }
+
+    fn weight(&self) -> usize {
+        self.definitions
+            .iter()
+            .map(|definition| {
+                definition.file.len() + definition.signature.len() + definition.name.len()
+            })
+            .sum()
+    }
+}
+
+/// Parses each document of a known language that holds the name.
+struct Parser<'a> {
     name: &'a str,
     kind: Option<SymbolKind>,
     finder: memchr::memmem::Finder<'a>,
     cancel: &'a Cancel,
 }
 
-/// What one file gave.
-enum Outcome {
-    /// Not a candidate after all: unreadable, binary, too large, or
-    /// without the name.
-    Skipped,
-    /// Holds the name but could not be parsed in time.
-    Unparsed,
-    Defined(Vec<Symbol>),
-}
+impl Reader for Parser<'_> {
+    type Scratch = ();
+    type Outcome = FileDefinitions;
 
-impl Lookup<'_> {
-    /// The matching definitions of one file, reading into `buffer`.
-    fn file(&self, entry: &Entry, buffer: &mut Vec<u8>) -> Result<Outcome, ToolError> {
-        ToolError::check_cancel(self.cancel)?;
-        let Some(language) = Language::of_path(&entry.relative) else {
-            return Ok(Outcome::Skipped);
-        };
-        let Some(source) = read_source(self.gate, entry, buffer) else {
-            return Ok(Outcome::Skipped);
+    fn scratch(&self) {}
+
+    fn evaluate(&self, _: &mut (), document: &Document, source: &[u8]) -> FileDefinitions {
+        let file = document.name();
+        let Some(language) = Language::of_path(file) else {
+            return FileDefinitions::default();
         };
         if self.finder.find(source).is_none() {
-            return Ok(Outcome::Skipped);
+            return FileDefinitions::default();
         }
-        match symbols::definitions(language, source, self.cancel) {
-            Ok(definitions) => Ok(Outcome::Defined(
-                definitions
-                    .into_iter()
-                    .filter(|symbol| {
-                        symbol.name == self.name && self.kind.is_none_or(|kind| symbol.kind == kind)
-                    })
-                    .collect(),
-            )),
-            Err(ParseError::Cancelled) => Err(ToolError::Cancelled),
-            Err(_) => Ok(Outcome::Unparsed),
-        }
-    }
-
-    /// The outcomes of `entries`, in their order, parsed on the worker
-    /// threads (each takes a contiguous share).
-    fn files(&self, entries: &[Entry]) -> Result<Vec<Outcome>, ToolError> {
-        let threads = walk::worker_threads().min(entries.len()).max(1);
-        let share = entries.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = entries
-                .chunks(share.max(1))
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        let mut buffer = Vec::new();
-                        chunk
-                            .iter()
-                            .map(|entry| self.file(entry, &mut buffer))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                })
-                .collect();
-            let mut outcomes = Vec::with_capacity(entries.len());
-            for handle in handles {
-                match handle.join() {
-                    Ok(chunk) => outcomes.extend(chunk?),
-                    // A parser thread that panicked: the file's answer is
-                    // unknown, never a crash of the call.
-                    Err(_) => {
-                        return Err(ToolError::invalid(
-                            "internal error while parsing; search_project_files finds the name",
-                        ));
-                    }
-                }
+        let definitions = match symbols::definitions(language, source, self.cancel) {
+            Ok(definitions) => definitions,
+            // The call ends as cancelled once the scan returns.
+            Err(ParseError::Cancelled) => return FileDefinitions::default(),
+            Err(_) => {
+                return FileDefinitions {
+                    definitions: Vec::new(),
+                    unparsed: Some(file.to_string()),
+                };
             }
-            Ok(outcomes)
-        })
-    }
-}
-
-/// Takes the candidate files in path order, parses them a batch at a time,
-/// and keeps the page.
-struct Collector<'a> {
-    lookup: Lookup<'a>,
-    offset: usize,
-    wanted: usize,
-    batch: Vec<Entry>,
-    batch_size: usize,
-    found: Found,
-}
-
-impl Collector<'_> {
-    fn offer(&mut self, entry: Entry) -> Result<ControlFlow<()>, ToolError> {
-        ToolError::check_cancel(self.lookup.cancel)?;
-        if entry.kind != EntryKind::File || Language::of_path(&entry.relative).is_none() {
-            return Ok(ControlFlow::Continue(()));
+        };
+        let definitions = definitions
+            .into_iter()
+            .filter(|symbol| {
+                symbol.name == self.name && self.kind.is_none_or(|kind| symbol.kind == kind)
+            })
+            .map(|symbol| SymbolDefinition {
+                file: file.to_string(),
+                line: symbol.line,
+                end_line: symbol.end_line,
+                kind: symbol.kind,
+                name: symbol.name,
+                parent: symbol.parent,
+                signature: symbol.signature,
+            })
+            .collect();
+        FileDefinitions {
+            definitions,
+            unparsed: None,
         }
-        self.batch.push(entry);
-        if self.batch.len() < self.batch_size {
-            return Ok(ControlFlow::Continue(()));
-        }
-        self.parse_batch()
     }
-
-    fn parse_batch(&mut self) -> Result<ControlFlow<()>, ToolError> {
-        let batch = std::mem::take(&mut self.batch);
-        let outcomes = self.lookup.files(&batch)?;
-        for (entry, outcome) in batch.into_iter().zip(outcomes) {
-            match outcome {
-                Outcome::Skipped => {}
-                Outcome::Unparsed => {
-                    self.found.unparsed += 1;
-                    if self.found.unparsed_shown.len() < MAX_NOTED_FILES {
-                        self.found.unparsed_shown.push(entry.relative);
-                    }
-                }
-                Outcome::Defined(symbols) => {
-                    for symbol in symbols {
-                        if self.found.page.len() >= self.wanted {
-                            break;
-                        }
-                        if self.found.skipped < self.offset {
-                            self.found.skipped += 1;
-                            continue;
-                        }
-                        self.found.page.push(SymbolDefinition {
-                            file: entry.relative.clone(),
-                            line: symbol.line,
-                            end_line: symbol.end_line,
-                            kind: symbol.kind,
-                            name: symbol.name,
-                            parent: symbol.parent,
-                            signature: symbol.signature,
-                        });
-                    }
-                }
-            }
-            if self.found.page.len() >= self.wanted {
-                return Ok(ControlFlow::Break(()));
-            }
-        }
-        Ok(ControlFlow::Continue(()))
-    }
-
-    /// The page, once the files left in the last batch are parsed.
-    fn finish(mut self) -> Result<Found, ToolError> {
-        if !self.batch.is_empty() && self.found.page.len() < self.wanted {
-            // The last batch: nothing follows to stop for.
-            let _ = self.parse_batch()?;
-        }
-        Ok(self.found)
-    }
-}
-
-/// The file's text when it is a regular text file within the size cap,
-/// as search reads it; `None` for anything it would skip.
-fn read_source<'b>(gate: &PathGate, entry: &Entry, buffer: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    let (mut file, metadata) = entry.open(gate).ok()?;
-    if !metadata.is_file() {
-        return None;
-    }
-    let length = read_searchable(&mut file, metadata.len(), buffer)?;
-    let source = &buffer[..length];
-    (!looks_binary(&source[..length.min(SNIFF_BYTES)])).then_some(source)
 }
 
 fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
@@ -385,11 +271,17 @@ fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
         truncated: false,
         note: None,
     };
-    if found.unparsed > 0 {
-        let shown = found.unparsed_shown.join(", ");
+    if !found.unparsed.is_empty() {
+        let shown = found
+            .unparsed
+            .iter()
+            .take(MAX_NOTED_FILES)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
         output.note = Some(format!(
             "{} file(s) holding the name could not be parsed within {} seconds each and are not in the answer: {shown}; search_project_files finds the name in them",
-            found.unparsed,
+            found.unparsed.len(),
             symbols::PARSE_BUDGET.as_secs()
         ));
     }
@@ -404,6 +296,7 @@ fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::PathGate;
     use crate::tools::temp_project;
 
     fn input(name: &str) -> DefinitionsInput {
@@ -443,7 +336,7 @@ mod tests {
     }
 
     fn find(gate: &PathGate, input: &DefinitionsInput) -> DefinitionsOutput {
-        find_definitions(gate, &TreeModel::off(), input, &Cancel::never()).unwrap()
+        find_definitions(&Corpus::walked(gate), input, &Cancel::never()).unwrap()
     }
 
     #[test]
@@ -541,43 +434,10 @@ mod tests {
     }
 
     #[test]
-    fn pages_across_parse_batches_keep_path_order() {
-        let sources: Vec<(String, String)> = (0..150)
-            .map(|i| {
-                (
-                    format!("d{}/m{i:03}.py", i % 3),
-                    format!("x = 1\ndef f():\n    return {i}\n"),
-                )
-            })
-            .collect();
-        let files: Vec<(&str, &str)> = sources
-            .iter()
-            .map(|(path, source)| (path.as_str(), source.as_str()))
-            .collect();
-        let (_dir, gate) = temp_project(&files);
-        let mut expected: Vec<&str> = files.iter().map(|(path, _)| *path).collect();
-        expected.sort_by(|a, b| crate::walk::path_order(a, b));
-        let mut seen = Vec::new();
-        for page in 0..4 {
-            let output = find(
-                &gate,
-                &DefinitionsInput {
-                    max_results: 40,
-                    offset: page * 40,
-                    ..input("f")
-                },
-            );
-            assert_eq!(output.truncated, page < 3, "page {page}");
-            seen.extend(output.definitions.into_iter().map(|d| d.file));
-        }
-        assert_eq!(seen, expected);
-    }
-
-    #[test]
     fn bad_names_and_offsets_are_refused() {
         let (_dir, gate) = temp_project(&[("a.py", "x = 1\n")]);
         let error = |input: DefinitionsInput| {
-            find_definitions(&gate, &TreeModel::off(), &input, &Cancel::never())
+            find_definitions(&Corpus::walked(&gate), &input, &Cancel::never())
                 .unwrap_err()
                 .to_string()
         };
@@ -606,7 +466,7 @@ mod tests {
         let (_dir, gate) = temp_project(&[("a.py", "def f(): pass\n")]);
         let cancel = Cancel::never();
         cancel.cancel();
-        let outcome = find_definitions(&gate, &TreeModel::off(), &input("f"), &cancel);
+        let outcome = find_definitions(&Corpus::walked(&gate), &input("f"), &cancel);
         assert!(matches!(outcome, Err(ToolError::Cancelled)));
     }
 }
