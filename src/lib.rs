@@ -24,6 +24,8 @@ pub mod runner;
 pub mod security;
 pub mod server;
 pub mod symbols;
+#[cfg(test)]
+mod test_support;
 pub mod tools;
 pub mod transport;
 pub mod walk;

@@ -207,11 +207,7 @@ mod tests {
         assert!(error.contains("not a regular file (a device)"), "{error}");
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("log.fifo");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo");
-        assert!(status.success());
+        crate::test_support::make_fifo(&fifo);
         let error = open_log_file(&fifo).unwrap_err();
         assert!(error.contains("not a regular file"), "{error}");
         assert!(open_log_file(&dir.path().join("logs/server.log")).is_ok());

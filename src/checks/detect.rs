@@ -201,11 +201,7 @@ mod tests {
     fn detection_never_blocks_on_special_files_nor_follows_links_out() {
         let dir = project(&[("tests/test_x.py", "")]);
         let outside = project(&[("package.json", r#"{"scripts":{"test":"jest"}}"#)]);
-        let status = std::process::Command::new("mkfifo")
-            .arg(dir.path().join("pyproject.toml"))
-            .status()
-            .expect("mkfifo");
-        assert!(status.success());
+        crate::test_support::make_fifo(&dir.path().join("pyproject.toml"));
         std::os::unix::fs::symlink(
             outside.path().join("package.json"),
             dir.path().join("package.json"),

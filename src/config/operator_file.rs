@@ -627,11 +627,7 @@ globs = ["*.secret", "private/**"]
     fn a_fifo_or_an_oversized_file_as_config_fails_at_once() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("config.toml");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo");
-        assert!(status.success());
+        crate::test_support::make_fifo(&fifo);
         let error = OperatorFile::load(&fifo).unwrap_err().to_string();
         assert!(
             error.contains("not a regular file (a FIFO or pipe)"),

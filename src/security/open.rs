@@ -719,11 +719,7 @@ mod tests {
     #[test]
     fn a_fifo_is_refused_without_blocking() {
         let (_d, root) = root_with(&[]);
-        let status = std::process::Command::new("mkfifo")
-            .arg(root.path().join("pipe"))
-            .status()
-            .unwrap();
-        assert!(status.success());
+        crate::test_support::make_fifo(&root.path().join("pipe"));
         let error = root.open_file(Path::new("pipe")).unwrap_err();
         assert!(error.to_string().contains("not a regular file"), "{error}");
     }

@@ -8,10 +8,11 @@
 //! out. The walk and the tree are iterative: nesting costs memory in
 //! proportion to the file, never stack.
 //!
-//! Bounded: files over [`MAX_FILE_BYTES`] are not parsed, a parse stops
-//! after [`PARSE_BUDGET`] or when the call is cancelled (the parser's
-//! progress callback), names and signatures are cut, and invalid UTF-8 is
-//! read lossily.
+//! Bounded: files over [`MAX_FILE_BYTES`] are not parsed, the parse and
+//! the walk together stop after [`PARSE_BUDGET`] or when the call is
+//! cancelled (the parser's progress callback, then a look every
+//! [`NODES_PER_CHECK`] nodes), names and signatures are cut, and
+//! invalid UTF-8 is read lossily.
 
 mod languages;
 
@@ -28,8 +29,9 @@ pub use languages::{Language, file_ending};
 
 /// Largest file parsed: the search's limit, so both see the same files.
 pub const MAX_FILE_BYTES: u64 = crate::corpus::searchable::MAX_SEARCHED_BYTES;
-/// Longest one parse may take, as wall-clock time: a 2 MiB file of C parses
-/// in a fraction of it, with room for a machine busy with other work.
+/// Longest one file's parse and walk may take, as wall-clock time: a 2 MiB
+/// file of C takes a fraction of it, with room for a machine busy with other
+/// work.
 pub const PARSE_BUDGET: Duration = Duration::from_secs(10);
 /// Signatures (a definition's first line) are cut to this many characters.
 pub const MAX_SIGNATURE_CHARS: usize = 200;
@@ -38,8 +40,8 @@ pub const MAX_NAME_CHARS: usize = 200;
 /// Bytes looked at on either side of a definition's start for its line: a
 /// file of one huge line costs this much per definition, not the line.
 const LINE_SCAN_BYTES: usize = 4 * MAX_SIGNATURE_CHARS;
-/// Syntax nodes visited between two looks at the cancel flag.
-const NODES_PER_CANCEL_CHECK: usize = 4096;
+/// Syntax nodes visited between two looks at the cancel flag and the clock.
+const NODES_PER_CHECK: usize = 4096;
 
 /// What a definition is.
 #[derive(
@@ -123,7 +125,10 @@ pub fn definitions(
     source: &[u8],
     cancel: &Cancel,
 ) -> Result<Vec<Symbol>, ParseError> {
-    let tree = parse(language, source, cancel)?;
+    // One deadline for both: a tree of a million nodes that parsed just
+    // inside the budget must not take as long again to walk.
+    let deadline = Instant::now() + PARSE_BUDGET;
+    let tree = parse(language, source, cancel, deadline)?;
     let mut symbols = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     let mut cursor = tree.walk();
@@ -131,8 +136,13 @@ pub fn definitions(
     let mut visited = 0usize;
     loop {
         visited += 1;
-        if visited.is_multiple_of(NODES_PER_CANCEL_CHECK) && cancel.is_cancelled() {
-            return Err(ParseError::Cancelled);
+        if visited.is_multiple_of(NODES_PER_CHECK) {
+            if cancel.is_cancelled() {
+                return Err(ParseError::Cancelled);
+            }
+            if Instant::now() > deadline {
+                return Err(ParseError::TimedOut);
+            }
         }
         let node = cursor.node();
         match language.classify(node, source) {
@@ -212,23 +222,23 @@ fn symbols_level(symbols: &[Symbol], index: usize) -> usize {
     symbols.get(index).map_or(0, |symbol| symbol.level)
 }
 
-/// The syntax tree, within the time budget and the cancel flag.
+/// The syntax tree, by `deadline` and within the cancel flag.
 fn parse(
     language: Language,
     source: &[u8],
     cancel: &Cancel,
+    deadline: Instant,
 ) -> Result<tree_sitter::Tree, ParseError> {
     let mut parser = Parser::new();
     parser
         .set_language(&language.grammar())
         .map_err(|_| ParseError::Grammar)?;
-    let started = Instant::now();
     let mut stopped_by = None;
     let mut progress = |_: &tree_sitter::ParseState| {
         if cancel.is_cancelled() {
             stopped_by = Some(ParseError::Cancelled);
             ControlFlow::Break(())
-        } else if started.elapsed() > PARSE_BUDGET {
+        } else if Instant::now() > deadline {
             stopped_by = Some(ParseError::TimedOut);
             ControlFlow::Break(())
         } else {

@@ -443,14 +443,7 @@ mod tests {
             ("id_rsa.md", "# Key\n\nwidget key\n"),
         ]);
         assert!(matches!(project.docs, Ok(DocsFolder::Outside(_))));
-        let found = get_docs(
-            &project,
-            &DocsInput {
-                query: Some("widget".to_string()),
-                max_results: 10,
-            },
-        )
-        .unwrap();
+        let found = query(&project, Some("widget"), 10);
         let files: Vec<&str> = found.results.iter().map(|r| r.file.as_str()).collect();
         assert_eq!(files, ["guide.md", "sub/deep.md"], "deny rules apply");
         assert!(
@@ -465,14 +458,7 @@ mod tests {
             std::os::unix::fs::symlink(outside.join("leak.md"), docs_dir.path().join("leak.md"))
                 .unwrap();
             std::os::unix::fs::symlink(&outside, docs_dir.path().join("linked")).unwrap();
-            let found = get_docs(
-                &project,
-                &DocsInput {
-                    query: Some("leaked".to_string()),
-                    max_results: 10,
-                },
-            )
-            .unwrap();
+            let found = query(&project, Some("leaked"), 10);
             assert_eq!(found.count, 0, "{:?}", found.results);
         }
     }

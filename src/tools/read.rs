@@ -398,11 +398,7 @@ mod tests {
     fn fifo_is_refused_without_blocking() {
         let (_d, gate) = project(&[]);
         let fifo = gate.root().join("pipe");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        crate::test_support::make_fifo(&fifo);
         let error = read(&gate, &input("pipe", None, None)).unwrap_err();
         assert!(error.to_string().contains("special file"), "{error}");
     }

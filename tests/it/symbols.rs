@@ -4,7 +4,29 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{Server, TempProject, demo_root, wait_for_index};
+use crate::common::{Server, TempProject, demo_root, text_of, wait_for_index};
+
+/// The outline of `path`, or `None` when the server refused it with the
+/// parse budget's error: for hostile files whose parse time depends on the
+/// machine's speed and load, where either answer is fine and a hang or a
+/// crash is not.
+async fn outline_or_over_budget(server: &Server, path: &str) -> Option<Value> {
+    let result = server
+        .call("outline_project_file", json!({"path": path}))
+        .await;
+    if result.is_error == Some(true) {
+        assert_eq!(
+            text_of(&result),
+            format!(
+                "cannot outline '{path}': parsing took longer than 10 seconds; use search_project_files or read_project_file with a line range"
+            )
+        );
+        return None;
+    }
+    let out = result.structured_content.expect("structuredContent");
+    assert_eq!(out["file"], path, "{out}");
+    Some(out)
+}
 
 fn definitions(out: &Value) -> Vec<(String, u64, String, String)> {
     out["definitions"]
@@ -336,28 +358,20 @@ async fn hostile_files_neither_crash_nor_hang_the_server() {
         .ok("outline_project_file", json!({"path": "deep.js"}))
         .await;
     assert_eq!(deep["symbols"][0]["name"], "top");
-    // Error recovery on this may outrun the parse budget on a slow machine:
-    // either answer is fine, a hang or a crash is not.
-    let unbalanced = server
-        .call("outline_project_file", json!({"path": "unbalanced.c"}))
-        .await;
-    if unbalanced.is_error == Some(true) {
-        let message = crate::common::text_of(&unbalanced);
-        assert!(message.contains("parsing took longer"), "{message}");
-    } else {
-        let out = unbalanced.structured_content.expect("structuredContent");
-        assert_eq!(out["file"], "unbalanced.c", "{out}");
-        assert!(out["count"].is_u64(), "{out}");
+    // Error recovery on unbalanced.c, and the 1.5 MB line of long.rs, may
+    // outrun the parse budget on a slow or loaded machine.
+    if let Some(unbalanced) = outline_or_over_budget(&server, "unbalanced.c").await {
+        assert!(unbalanced["count"].is_u64(), "{unbalanced}");
     }
-    let long = server
-        .ok("outline_project_file", json!({"path": "long.rs"}))
-        .await;
-    assert_eq!(long["truncated"], true);
-    let first = &long["symbols"][0];
-    assert_eq!(first["name"].as_str().unwrap().chars().count(), 200);
-    assert!(first["signature"].as_str().unwrap().chars().count() <= 200);
-    let text = serde_json::to_string(&long).unwrap();
-    assert!(text.len() <= 100_000, "{}", text.len());
+    let long = outline_or_over_budget(&server, "long.rs").await;
+    if let Some(long) = &long {
+        assert_eq!(long["truncated"], true);
+        let first = &long["symbols"][0];
+        assert_eq!(first["name"].as_str().unwrap().chars().count(), 200);
+        assert!(first["signature"].as_str().unwrap().chars().count() <= 200);
+        let text = serde_json::to_string(long).unwrap();
+        assert!(text.len() <= 100_000, "{}", text.len());
+    }
     let invalid = server
         .ok("outline_project_file", json!({"path": "invalid.py"}))
         .await;
@@ -375,8 +389,19 @@ async fn hostile_files_neither_crash_nor_hang_the_server() {
             json!({"name": "b", "max_results": 200}),
         )
         .await;
-    assert_eq!(found["count"], 200, "{found}");
-    assert_eq!(found["truncated"], true);
+    // Every `b` is in long.rs: found when it parses in time, else the note
+    // names it as unparsed.
+    let note = found["note"].as_str().unwrap_or_default();
+    if note.contains("could not be parsed") {
+        assert!(
+            note.ends_with(": long.rs; search_project_files finds the name in them"),
+            "{note}"
+        );
+        assert_eq!(found["count"], 0, "{found}");
+    } else {
+        assert_eq!(found["count"], 200, "{found}");
+        assert_eq!(found["truncated"], true);
+    }
     // Still serving.
     let out = server
         .ok("find_symbol_definitions", json!({"name": "top"}))
