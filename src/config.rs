@@ -59,11 +59,11 @@ pub struct Config {
     /// Extra deny globs, added to the built-in deny-list.
     pub deny_globs: Vec<String>,
     pub index: IndexConfig,
+    pub index_cache: IndexCacheConfig,
 }
 
 /// `[index]`: the in-memory model of the tree that makes search instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexConfig {
     pub enabled: bool,
     /// Above this the model is dropped and searches scan the tree.
@@ -75,6 +75,80 @@ impl Default for IndexConfig {
         Self {
             enabled: true,
             max_memory_mb: 256,
+        }
+    }
+}
+
+/// `[index]` keys for the index kept on disk between sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexCacheConfig {
+    /// `false`: the index lives in memory only.
+    pub persist: bool,
+    /// Where the per-root cache folders live; `None`: the user's cache
+    /// folder (`$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches`,
+    /// `%LOCALAPPDATA%`) plus `mcp-project-helper`.
+    pub cache_dir: Option<PathBuf>,
+    /// Above this, the least recently used other roots' folders go.
+    pub max_disk_mb: u64,
+}
+
+pub const DEFAULT_MAX_DISK_MB: u64 = 2048;
+
+impl Default for IndexCacheConfig {
+    fn default() -> Self {
+        Self {
+            persist: true,
+            cache_dir: None,
+            max_disk_mb: DEFAULT_MAX_DISK_MB,
+        }
+    }
+}
+
+/// The `[index]` table as written: the in-memory model's keys and the
+/// cache's, split into [`IndexConfig`] and [`IndexCacheConfig`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexEntry {
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+    max_memory_mb: Option<u64>,
+    #[serde(default = "enabled_by_default")]
+    persist: bool,
+    cache_dir: Option<PathBuf>,
+    max_disk_mb: Option<u64>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl Default for IndexEntry {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_memory_mb: None,
+            persist: true,
+            cache_dir: None,
+            max_disk_mb: None,
+        }
+    }
+}
+
+impl IndexEntry {
+    fn index(&self) -> IndexConfig {
+        IndexConfig {
+            enabled: self.enabled,
+            max_memory_mb: self
+                .max_memory_mb
+                .unwrap_or(IndexConfig::default().max_memory_mb),
+        }
+    }
+
+    fn cache(&self) -> IndexCacheConfig {
+        IndexCacheConfig {
+            persist: self.persist,
+            cache_dir: self.cache_dir.clone(),
+            max_disk_mb: self.max_disk_mb.unwrap_or(DEFAULT_MAX_DISK_MB),
         }
     }
 }
@@ -209,7 +283,8 @@ impl Config {
             checks: file.checks(),
             limits: file.limits(),
             deny_globs: file.deny.globs,
-            index: file.index,
+            index: file.index.index(),
+            index_cache: file.index.cache(),
         })
     }
 }
@@ -290,7 +365,7 @@ struct OperatorFile {
     #[serde(default)]
     deny: DenyEntry,
     #[serde(default)]
-    index: IndexConfig,
+    index: IndexEntry,
 }
 
 #[derive(Debug)]
@@ -400,8 +475,19 @@ impl OperatorFile {
         if self.limits.output_chars == Some(0) {
             return Err("key limits.output_chars: must be at least 1".to_string());
         }
-        if self.index.max_memory_mb == 0 {
+        if self.index.max_memory_mb == Some(0) {
             return Err("key index.max_memory_mb: must be at least 1".to_string());
+        }
+        if self.index.max_disk_mb == Some(0) {
+            return Err("key index.max_disk_mb: must be at least 1 (to keep the index in memory only, set index.persist = false)".to_string());
+        }
+        if let Some(dir) = &self.index.cache_dir
+            && !dir.is_absolute()
+        {
+            return Err(format!(
+                "key index.cache_dir: {} is relative; give an absolute folder",
+                dir.display()
+            ));
         }
         if self.deny.globs.len() > MAX_DENY_GLOBS {
             return Err(format!(
@@ -753,10 +839,14 @@ globs = ["*.secret", "private/**"]
 
     #[test]
     fn index_section_defaults_and_validation() {
-        assert_eq!(parse("").unwrap().index, IndexConfig::default());
+        assert_eq!(parse("").unwrap().index.index(), IndexConfig::default());
+        assert_eq!(
+            parse("").unwrap().index.cache(),
+            IndexCacheConfig::default()
+        );
         let file = parse("[index]\nenabled = false\nmax_memory_mb = 64\n").unwrap();
         assert_eq!(
-            file.index,
+            file.index.index(),
             IndexConfig {
                 enabled: false,
                 max_memory_mb: 64
@@ -766,6 +856,7 @@ globs = ["*.secret", "private/**"]
             parse("[index]\nenabled = false\n")
                 .unwrap()
                 .index
+                .index()
                 .max_memory_mb,
             256
         );
@@ -778,6 +869,29 @@ globs = ["*.secret", "private/**"]
         );
         let wrong = parse("[index]\nenabled = \"yes\"\n").unwrap_err();
         assert!(wrong.contains("line 2"), "{wrong}");
+    }
+
+    #[test]
+    fn index_cache_keys_and_validation() {
+        let file =
+            parse("[index]\npersist = false\ncache_dir = \"/var/cache/x\"\nmax_disk_mb = 10\n")
+                .unwrap();
+        assert_eq!(
+            file.index.cache(),
+            IndexCacheConfig {
+                persist: false,
+                cache_dir: Some(PathBuf::from("/var/cache/x")),
+                max_disk_mb: 10
+            }
+        );
+        assert!(file.index.index().enabled);
+        let relative = parse("[index]\ncache_dir = \"cache\"\n").unwrap_err();
+        assert!(
+            relative.contains("index.cache_dir") && relative.contains("absolute"),
+            "{relative}"
+        );
+        let zero = parse("[index]\nmax_disk_mb = 0\n").unwrap_err();
+        assert!(zero.contains("index.max_disk_mb"), "{zero}");
     }
 
     #[test]

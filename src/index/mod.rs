@@ -12,8 +12,10 @@
 //! trigrams and posting lists, `plan` turns a query into a trigram
 //! condition, `tree` keeps the file list fresh, `watch` reports changes.
 
+pub mod cache;
 mod ngram;
 mod plan;
+pub mod segment;
 mod tree;
 pub mod watch;
 
