@@ -15,6 +15,7 @@ mod hostile_gate;
 mod hostile_process;
 mod hosts_cli;
 mod index;
+mod index_cache;
 mod mcpb_bundle;
 mod protocol;
 mod release_config;
