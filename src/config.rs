@@ -68,6 +68,11 @@ pub struct IndexConfig {
     pub enabled: bool,
     /// Above this the model is dropped and searches scan the tree.
     pub max_memory_mb: u64,
+    /// Whether the model follows changes through the OS's notifications;
+    /// off, every call re-checks the tree, as on a file system that has
+    /// none. Not a file key: set by [`WATCH_ENV`], so tests can prove the
+    /// fallback.
+    pub change_notifications: bool,
 }
 
 impl Default for IndexConfig {
@@ -75,6 +80,7 @@ impl Default for IndexConfig {
         Self {
             enabled: true,
             max_memory_mb: 256,
+            change_notifications: true,
         }
     }
 }
@@ -141,6 +147,7 @@ impl IndexEntry {
             max_memory_mb: self
                 .max_memory_mb
                 .unwrap_or(IndexConfig::default().max_memory_mb),
+            ..IndexConfig::default()
         }
     }
 
@@ -151,6 +158,21 @@ impl IndexEntry {
             max_disk_mb: self.max_disk_mb.unwrap_or(DEFAULT_MAX_DISK_MB),
         }
     }
+}
+
+/// Set to `off` (or `0`, `false`, `no`) to run without change
+/// notifications (see [`IndexConfig::change_notifications`]).
+pub const WATCH_ENV: &str = "MCP_PROJECT_HELPER_WATCH";
+
+/// Anything but `off`, `0`, `false` or `no` (any case) leaves change
+/// notifications on.
+fn notifications_enabled(value: Option<&std::ffi::OsStr>) -> bool {
+    let Some(value) = value.and_then(|v| v.to_str()) else {
+        return true;
+    };
+    !["off", "0", "false", "no"]
+        .iter()
+        .any(|off| value.trim().eq_ignore_ascii_case(off))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +305,10 @@ impl Config {
             checks: file.checks(),
             limits: file.limits(),
             deny_globs: file.deny.globs,
-            index: file.index.index(),
+            index: IndexConfig {
+                change_notifications: notifications_enabled(std::env::var_os(WATCH_ENV).as_deref()),
+                ..file.index.index()
+            },
             index_cache: file.index.cache(),
         })
     }
@@ -838,6 +863,17 @@ globs = ["*.secret", "private/**"]
     }
 
     #[test]
+    fn the_watch_switch_turns_notifications_off_only_when_asked() {
+        use std::ffi::OsStr;
+        assert!(notifications_enabled(None));
+        assert!(notifications_enabled(Some(OsStr::new("on"))));
+        assert!(notifications_enabled(Some(OsStr::new(""))));
+        for off in ["off", "OFF", "0", "false", "No", " off "] {
+            assert!(!notifications_enabled(Some(OsStr::new(off))), "{off}");
+        }
+    }
+
+    #[test]
     fn index_section_defaults_and_validation() {
         assert_eq!(parse("").unwrap().index.index(), IndexConfig::default());
         assert_eq!(
@@ -849,7 +885,8 @@ globs = ["*.secret", "private/**"]
             file.index.index(),
             IndexConfig {
                 enabled: false,
-                max_memory_mb: 64
+                max_memory_mb: 64,
+                ..IndexConfig::default()
             }
         );
         assert_eq!(
