@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::common::host_cli::host_cli;
-use crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root, repo_dir};
+use crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root, repo_dir, test_cache_home};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -127,7 +127,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
         .map(|a| substitute(a.as_str().expect("string arg"), &unpacked, &project))
         .collect();
     let mut command = Command::new(&program);
-    command.args(&args).current_dir(work.path());
+    command
+        .args(&args)
+        .current_dir(work.path())
+        .env("XDG_CACHE_HOME", test_cache_home());
     for name in SETTINGS_ENV {
         command.env_remove(name);
     }

@@ -208,11 +208,11 @@ impl RootCache {
     }
 
     /// Writes a new segment (not yet committed) and returns its name.
-    pub fn write_segment<'p>(
+    pub fn write_segment(
         &self,
         _lock: &WriterLock,
         files: &[FileRecord],
-        postings: impl IntoIterator<Item = (u32, &'p [u32])>,
+        postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
     ) -> Result<String, CacheError> {
         let name = new_segment_name();
         write_segment(&self.folder, &name, &self.root, files, postings).map_err(|source| {
@@ -351,9 +351,7 @@ mod tests {
             })
             .collect();
         let ids: Vec<u32> = (0..names.len() as u32).collect();
-        let segment = cache
-            .write_segment(&lock, &files, [(42, ids.as_slice())])
-            .unwrap();
+        let segment = cache.write_segment(&lock, &files, [(42, ids)]).unwrap();
         cache.commit(&lock, &[segment]).unwrap();
         cache
     }

@@ -230,8 +230,16 @@ impl Segment {
         })
     }
 
-    /// The ids of the files holding `trigram`, increasing.
-    pub fn postings(&self, trigram: u32) -> Result<Vec<u32>, SegmentError> {
+    /// The bytes of `trigram`'s posting list: what decoding it costs.
+    pub fn list_bytes(&self, trigram: u32) -> usize {
+        self.find(trigram).map_or(0, |index| {
+            let (_, _, start, end) = self.entry(index);
+            end.saturating_sub(start) as usize
+        })
+    }
+
+    /// The lookup entry of `trigram`, if it has one.
+    fn find(&self, trigram: u32) -> Option<usize> {
         let lookup = self.section(Section::Lookup);
         let count = self.header.trigrams as usize;
         let (mut low, mut high) = (0, count);
@@ -243,10 +251,15 @@ impl Segment {
                 high = middle;
             }
         }
-        if low == count || u32_at(lookup, low * LOOKUP_BYTES) != trigram {
+        (low < count && u32_at(lookup, low * LOOKUP_BYTES) == trigram).then_some(low)
+    }
+
+    /// The ids of the files holding `trigram`, increasing.
+    pub fn postings(&self, trigram: u32) -> Result<Vec<u32>, SegmentError> {
+        let Some(index) = self.find(trigram) else {
             return Ok(Vec::new());
-        }
-        let (_, encoding, start, end) = self.entry(low);
+        };
+        let (_, encoding, start, end) = self.entry(index);
         let list = self
             .section(Section::Postings)
             .get(start as usize..end as usize)
@@ -338,14 +351,7 @@ mod tests {
                 (t * 7, ids)
             })
             .collect();
-        let path = write_segment(
-            dir.path(),
-            "seg",
-            ROOT,
-            &files,
-            lists.iter().map(|(t, ids)| (*t, ids.as_slice())),
-        )
-        .unwrap();
+        let path = write_segment(dir.path(), "seg", ROOT, &files, lists).unwrap();
         (dir, path, stamp)
     }
 
@@ -402,6 +408,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stamp = stamp_of(dir.path());
         let write = |names: &[&str], lists: &[(u32, &[u32])]| {
+            let lists: Vec<(u32, Vec<u32>)> =
+                lists.iter().map(|(t, ids)| (*t, ids.to_vec())).collect();
             let files: Vec<FileRecord> = names
                 .iter()
                 .map(|name| FileRecord {
@@ -410,7 +418,7 @@ mod tests {
                     filter: None,
                 })
                 .collect();
-            write_segment(dir.path(), "seg", ROOT, &files, lists.iter().copied())
+            write_segment(dir.path(), "seg", ROOT, &files, lists)
         };
         assert!(write(&["../x"], &[]).is_err());
         assert!(write(&["b", "a"], &[]).is_err());

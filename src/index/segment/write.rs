@@ -31,12 +31,12 @@ pub struct FileRecord<'a> {
 /// Writes the segment of `files` (in strict path order) and `postings`
 /// (trigrams in increasing order, each with its files' ids, increasing) as
 /// `dir/file_name`, replacing any file of that name. Returns its path.
-pub fn write_segment<'p>(
+pub fn write_segment(
     dir: &Path,
     file_name: &str,
     root: &str,
     files: &[FileRecord],
-    postings: impl IntoIterator<Item = (u32, &'p [u32])>,
+    postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
 ) -> Result<PathBuf, SegmentError> {
     check_files(files)?;
     let destination = dir.join(file_name);
@@ -108,11 +108,11 @@ impl Sink {
     }
 }
 
-fn write_all<'p>(
+fn write_all(
     file: File,
     root: &str,
     files: &[FileRecord],
-    postings: impl IntoIterator<Item = (u32, &'p [u32])>,
+    postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
 ) -> Result<File, SegmentError> {
     let mut header = Header {
         files: files.len() as u32,
@@ -190,7 +190,7 @@ fn write_all<'p>(
         let encoding = if list.len() > bitmap_bytes {
             list.clear();
             list.resize(bitmap_bytes, 0);
-            for &id in ids {
+            for &id in &ids {
                 list[id as usize / 8] |= 1 << (id % 8);
             }
             BITMAP
