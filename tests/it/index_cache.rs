@@ -85,9 +85,6 @@ impl Sandbox {
     }
 }
 
-/// XDG_CACHE_HOME is Linux's (macOS and Windows ask the system for the
-/// folder); the other tests name the folder in the config.
-#[cfg(target_os = "linux")]
 #[test]
 fn index_status_and_clear_in_the_users_cache_folder() {
     let sandbox = Sandbox::new();

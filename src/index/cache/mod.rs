@@ -71,13 +71,20 @@ pub fn base_folder(config: &IndexCacheConfig) -> Result<PathBuf, CacheError> {
     if !config.persist {
         return Err(CacheError::Off);
     }
-    match &config.cache_dir {
-        Some(dir) => Ok(dir.clone()),
-        None => dirs::cache_dir()
-            .filter(|dir| dir.is_absolute())
-            .map(|dir| dir.join(APP_FOLDER))
-            .ok_or(CacheError::NoCacheFolder),
+    if let Some(dir) = &config.cache_dir {
+        return Ok(dir.clone());
     }
+    // XDG_CACHE_HOME wins wherever it is set (a user who sets it on macOS
+    // or Windows means it), then %LOCALAPPDATA% as the variable says, then
+    // the platform's own answer.
+    let from_env = |name| std::env::var_os(name).map(PathBuf::from);
+    from_env("XDG_CACHE_HOME")
+        .or_else(|| cfg!(windows).then(|| from_env("LOCALAPPDATA")).flatten())
+        .filter(|dir| dir.is_absolute())
+        .or_else(dirs::cache_dir)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(APP_FOLDER))
+        .ok_or(CacheError::NoCacheFolder)
 }
 
 /// A root's folder name: its last component, made safe and short, for
