@@ -19,7 +19,7 @@ use super::save::save;
 use super::tree::{Content, Tree};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
-use crate::security::MAX_SEARCHED_BYTES;
+use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of

@@ -15,7 +15,8 @@ use std::time::SystemTime;
 use super::indexer::Indexer;
 use super::ngram::FileGrams;
 use super::watch::Changes;
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath};
+use crate::corpus::searchable::MAX_SEARCHED_BYTES;
+use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];

@@ -19,10 +19,7 @@ use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-pub use open::{
-    EntryStat, LastFolder, MAX_SEARCHED_BYTES, OpenFolder, RootDir, SNIFF_BYTES, looks_binary,
-    read_searchable,
-};
+pub use open::{EntryStat, LastFolder, OpenFolder, RootDir};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;

@@ -18,65 +18,6 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Bytes inspected to tell text from binary.
-pub const SNIFF_BYTES: usize = 4096;
-/// Files larger than this are not searched (nor indexed, since a search
-/// would skip them).
-pub const MAX_SEARCHED_BYTES: u64 = 2 * 1024 * 1024;
-
-/// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte
-/// character cut by the end of the sample does not count).
-pub fn looks_binary(sample: &[u8]) -> bool {
-    if sample.contains(&0) {
-        return true;
-    }
-    match std::str::from_utf8(sample) {
-        Ok(_) => false,
-        Err(error) => error.error_len().is_some(),
-    }
-}
-
-/// Reads an opened file of `expected` bytes (its size from `fstat`) whole
-/// into `buffer` and returns its length: the file is `buffer[..length]`.
-/// `None` when it is, or has grown, larger than [`MAX_SEARCHED_BYTES`], or a
-/// read fails.
-///
-/// One `read` per file: the room is one byte more than `expected`, so a
-/// read that stops short at or past `expected` has reached the end (a file
-/// that grew fills the room, and reading goes on up to the cap). The buffer
-/// keeps its length from file to file, so only the room it gains is zeroed.
-pub fn read_searchable(file: &mut File, expected: u64, buffer: &mut Vec<u8>) -> Option<usize> {
-    use std::io::Read;
-    if expected > MAX_SEARCHED_BYTES {
-        return None;
-    }
-    let cap = MAX_SEARCHED_BYTES as usize;
-    let expected = expected as usize;
-    let mut room = expected + 1;
-    let mut filled = 0;
-    loop {
-        if buffer.len() < room {
-            buffer.resize(room, 0);
-        }
-        match file.read(&mut buffer[filled..room]) {
-            Ok(0) => return Some(filled),
-            Ok(read) => {
-                filled += read;
-                if filled > cap {
-                    return None;
-                }
-                if filled == room {
-                    room = (room * 2).clamp(8 * 1024, cap + 1);
-                } else if filled >= expected {
-                    return Some(filled);
-                }
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-}
-
 /// What the walker needs to know about an entry, read without following it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryStat {
@@ -691,43 +632,6 @@ mod tests {
             "a file"
         );
         assert!(root.open_folder(Path::new("../a")).is_err());
-    }
-
-    #[test]
-    fn reads_whole_files_up_to_the_cap_into_a_reused_buffer() {
-        let cap = MAX_SEARCHED_BYTES as usize;
-        let at_cap = format!("{}needle\n", "x".repeat(cap - 7));
-        let over_cap = format!("{at_cap}y");
-        let (_d, root) = root_with(&[
-            ("at_cap.txt", &at_cap),
-            ("over_cap.txt", &over_cap),
-            ("small.txt", "small\n"),
-        ]);
-        let mut buffer = Vec::new();
-        // `expected` is the size fstat gave; a file may have grown or
-        // shrunk since.
-        let mut read = |name: &str, expected: u64| {
-            let (mut file, _) = root.open_file(Path::new(name)).unwrap();
-            read_searchable(&mut file, expected, &mut buffer)
-        };
-        assert_eq!(read("at_cap.txt", cap as u64), Some(cap));
-        assert_eq!(read("over_cap.txt", cap as u64 + 1), None);
-        assert_eq!(read("over_cap.txt", 10), None, "grown past the cap");
-        assert_eq!(read("small.txt", 2), Some(6), "grown since the fstat");
-        assert_eq!(read("small.txt", 100), Some(6), "shrunk since the fstat");
-        assert_eq!(read("small.txt", 6), Some(6));
-        assert_eq!(&buffer[..6], b"small\n");
-        // The room of the largest file is kept for the next one.
-        assert!(buffer.len() > cap);
-    }
-
-    #[test]
-    fn sniff_allows_a_cut_multibyte_char() {
-        let mut sample = "aé".as_bytes().to_vec();
-        sample.pop();
-        assert!(!looks_binary(&sample));
-        assert!(looks_binary(b"a\xffb"));
-        assert!(looks_binary(b"a\0b"));
     }
 
     #[test]

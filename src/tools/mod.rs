@@ -1,12 +1,14 @@
-//! The six tools. Each module takes plain Rust inputs and returns a plain
+//! The eight tools. Each module takes plain Rust inputs and returns a plain
 //! output struct (serialized as the tool's `structuredContent`) or a
 //! [`ToolError`], whose one-line message tells the model what was wrong and
 //! what is allowed.
 
 pub mod check;
+pub mod definitions;
 pub mod docs;
 pub mod find;
 pub mod list;
+pub mod outline;
 pub mod read;
 pub mod search;
 

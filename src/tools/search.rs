@@ -1,24 +1,19 @@
 //! `search_project_files`: content search on ripgrep's libraries.
 //!
-//! Files come from the walker in sorted order; several threads search them
-//! (a literal query runs on memchr/SIMD scanning inside `grep-regex`), and
-//! the results are merged back in file order. Once the sorted prefix of
-//! finished files holds `offset + max_results + 1` hits, the walk and the
-//! search stop: the answer is the same as a full sequential scan would give,
-//! only sooner.
+//! The corpus hands the documents below the path that may hold the query,
+//! in path order (read on several threads); each is searched with
+//! `grep-searcher` and the compiled [`LineMatcher`], and the page is built
+//! from the hits in that order. Once the hits handed on hold
+//! `offset + max_results + 1` results, the scan stops: the answer is the
+//! same as a full sequential scan would give, only sooner.
 //!
 //! Memory follows what the answer can hold, never the tree or the offset:
 //! results before `offset` are counted, not kept; a file keeps the text of
-//! at most one page of its matches; the walk runs at most a bounded number
-//! of files ahead of the finished prefix. The one file a page starts in
-//! the middle of is searched again for that page when its first pass kept
-//! too little. The cancel flag is checked per entry, per file and per match.
+//! at most one page of its matches. The one file a page starts in the
+//! middle of is searched again for that page when its first pass kept too
+//! little. The cancel flag is checked per entry, per file and per match.
 
-use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
-use std::time::Duration;
 
 use grep_matcher::Matcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
@@ -28,11 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len};
 use crate::cancel::Cancel;
+use crate::corpus::{Corpus, Document, Outcome, Reader};
 use crate::glob::{PathGlob, below};
-use crate::index::TreeModel;
 use crate::matcher::{self, LineMatcher};
-use crate::security::{PathGate, SNIFF_BYTES, looks_binary, read_searchable};
-use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
+use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -46,15 +40,6 @@ pub const MAX_LINE_CHARS: usize = 300;
 pub const MAX_RESULT_CHARS: usize = 400_000;
 /// Largest `offset`: paging deeper means scanning that many results first.
 pub const MAX_OFFSET: usize = 10_000;
-/// Files the walk hands to a search thread at once: one at a time put the
-/// threads to sleep and woke them (a futex call each) for about every file.
-/// The stop flag is still checked before each file.
-const BATCH_FILES: usize = 32;
-/// Files with several names whose hits one call remembers (see
-/// [`LinkedHits`]), and the JSON characters of their kept matches.
-const MAX_LINKED_FILES: usize = 65_536;
-const MAX_LINKED_CHARS: usize = 4 * MAX_RESULT_CHARS;
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
@@ -195,23 +180,23 @@ struct FileHits {
     /// Path relative to the root; set only when the file has hits.
     file: String,
     /// The file, kept while a page may need to search it again.
-    source: Option<Entry>,
+    source: Option<Document>,
     /// Kept matches: from local match `first` on, at most a page of them.
     matches: Vec<SearchMatch>,
     /// Matching lines seen (complete in `count` mode, capped otherwise).
     count: u64,
     /// Every match from `first` up to `count` is in `matches`.
     complete: bool,
+    /// The JSON characters the kept matches take.
+    kept_chars: usize,
     /// Set by the prefix: the page starts at this local match, past what
     /// the first pass kept, so the file is searched again from there.
     rescan_from: Option<usize>,
 }
 
-/// Searches under `input.path`; `model` narrows the files to read when it
-/// can, and the answer is the same either way.
+/// Searches under `input.path`, in the documents `corpus` hands over.
 pub fn search(
-    gate: &PathGate,
-    model: &TreeModel,
+    corpus: &Corpus<'_>,
     input: &SearchInput,
     cancel: &Cancel,
 ) -> Result<SearchOutput, ToolError> {
@@ -226,8 +211,8 @@ pub fn search(
     let glob = input.glob.as_deref().map(PathGlob::new).transpose()?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
     let context = input.context_lines.min(MAX_CONTEXT_LINES);
-    let start = gate.resolve(&input.path)?;
-    let plan = Plan {
+    let start = corpus.gate().resolve(&input.path)?;
+    let settings = Settings {
         matcher,
         mode: input.output_mode,
         context,
@@ -235,53 +220,37 @@ pub fn search(
         max_results,
         wanted: input.offset + max_results + 1,
         cancel: cancel.clone(),
-        linked: LinkedHits::default(),
     };
 
-    let (mut prefix, files_seen) = if start.real.is_file() {
-        let entry = Entry {
-            relative: start.relative.clone(),
-            path: start.real.clone(),
-            kind: EntryKind::File,
-            depth: 0,
-            size: None,
-            ino: None,
-        };
-        let mut prefix = Prefix::default();
-        prefix.finish(
-            0,
-            plan.search_file(gate, &mut plan.scratch(), &entry, 0),
-            &plan,
-        );
-        (prefix, Some(1))
-    } else {
-        // Sizes are checked when each file is opened.
-        let accept = |entry: &Entry| {
-            glob.as_ref()
-                .is_none_or(|glob| glob.is_match(below(&start.relative, &entry.relative)))
-        };
-        let options = WalkOptions {
-            include_ignored: input.include_ignored,
-            cancel: cancel.clone(),
-        };
-        // The model holds the default view only: ignored files need the walk.
-        let candidates = if input.include_ignored {
-            None
-        } else {
-            model.candidates(&start, &query)
-        };
-        search_tree(gate, &start, &plan, &options, accept, candidates)
-            .map_err(|error| ToolError::io(&start.relative, &error))?
+    let options = WalkOptions {
+        include_ignored: input.include_ignored,
+        cancel: cancel.clone(),
     };
+    let accept = |name: &str| {
+        glob.as_ref()
+            .is_none_or(|glob| glob.is_match(below(&start.relative, name)))
+    };
+    let mut page = Page::default();
+    corpus
+        .scan(&start, &query, &options, accept, &settings, |hits| {
+            if page.take(hits, &settings) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     // At most one file: the one the page starts in the middle of.
-    for hits in &mut prefix.done {
-        if let (Some(from), Some(entry)) = (hits.rescan_from, hits.source.take()) {
-            let again = plan.search_file(gate, &mut plan.scratch(), &entry, from);
-            hits.matches = again.matches;
+    for hits in &mut page.done {
+        if let (Some(from), Some(document)) = (hits.rescan_from, hits.source.take()) {
+            let again = corpus.read(&document, |content| {
+                settings.search_content(&mut settings.scratch(), &document, content, from)
+            });
+            hits.matches = again.map(|again| again.matches).unwrap_or_default();
         }
     }
-    let mut output = assemble(input, start.relative.clone(), &plan, prefix);
+    let mut output = assemble(input, start.relative.clone(), &settings, page);
     let walk_with = |include_ignored| WalkOptions {
         include_ignored,
         cancel: cancel.clone(),
@@ -290,12 +259,8 @@ pub fn search(
         && input.offset == 0
         && !input.include_ignored
         && start.relative != "."
-        && match files_seen {
-            Some(seen) => seen == 0,
-            // The model's candidates say nothing of the files it ruled out.
-            None => !walk::holds_files(gate, &start, &walk_with(false)),
-        };
-    if nothing_to_search && walk::holds_files(gate, &start, &walk_with(true)) {
+        && !corpus.holds_files(&start, &walk_with(false));
+    if nothing_to_search && corpus.holds_files(&start, &walk_with(true)) {
         output.note = Some(format!(
             "nothing searched: every file under '{}' is excluded by .gitignore/.ignore or the built-in skip list; search again with include_ignored: true to include them",
             output.path
@@ -332,7 +297,7 @@ fn build_matcher(input: &SearchInput) -> Result<(Hir, LineMatcher), ToolError> {
 }
 
 /// The per-call search settings shared by all worker threads.
-struct Plan {
+struct Settings {
     matcher: LineMatcher,
     mode: OutputMode,
     context: usize,
@@ -341,30 +306,13 @@ struct Plan {
     /// Hits after which the search may stop: offset + max_results + 1.
     wanted: usize,
     cancel: Cancel,
-    linked: LinkedHits,
 }
 
-/// The hits of files with several names (hard links) searched in this
-/// call, by the stamp of the file read: another name of the same file,
-/// unchanged, holds the same lines, so it takes them without a read. Held
-/// within [`MAX_LINKED_FILES`] and [`MAX_LINKED_CHARS`]; past them, names
-/// are read as any file.
-#[derive(Default)]
-struct LinkedHits(Mutex<LinkedHitsInner>);
-
-#[derive(Default)]
-struct LinkedHitsInner {
-    /// Each file's hits, and the JSON characters its kept matches take.
-    hits: HashMap<Stamp, (FileHits, usize)>,
-    chars: usize,
-}
-
-impl LinkedHits {
-    /// The hits of `entry`, another name of a file searched before.
-    fn reuse(&self, stamp: &Stamp, entry: &Entry) -> Option<FileHits> {
-        let known = self.0.lock().ok()?;
-        let (hits, chars) = known.hits.get(stamp)?;
-        if hits.count == 0 {
+impl Outcome for FileHits {
+    /// Another name of the same file holds the same lines: its hits are
+    /// these under that name, when they still fit the room.
+    fn renamed(&self, document: &Document) -> Option<Self> {
+        if self.count == 0 {
             return Some(FileHits {
                 complete: true,
                 ..FileHits::default()
@@ -373,44 +321,38 @@ impl LinkedHits {
         // Kept matches depend on the name only through the room they take:
         // a complete set that still fits under this name is what a read
         // would keep.
-        if !hits.complete {
+        if !self.complete {
             return None;
         }
+        let name = document.name();
         // The name is the only field that differs, once per match.
-        if let Some(first) = hits.matches.first() {
-            let name_chars = |name: &str| json_len(name) * hits.matches.len();
-            let chars = chars + name_chars(&entry.relative);
+        if let Some(first) = self.matches.first() {
+            let name_chars = |name: &str| json_len(name) * self.matches.len();
+            let chars = self.kept_chars + name_chars(name);
             if chars.saturating_sub(name_chars(&first.file)) > MAX_RESULT_CHARS {
                 return None;
             }
         }
         Some(FileHits {
-            file: entry.relative.clone(),
-            source: Some(entry.clone()),
-            matches: hits
+            file: name.to_string(),
+            source: Some(document.clone()),
+            matches: self
                 .matches
                 .iter()
                 .map(|found| SearchMatch {
-                    file: entry.relative.clone(),
+                    file: name.to_string(),
                     ..found.clone()
                 })
                 .collect(),
-            count: hits.count,
+            count: self.count,
             complete: true,
+            kept_chars: self.kept_chars,
             rescan_from: None,
         })
     }
 
-    /// Keeps `hits` (whose kept matches take `chars` JSON characters) for
-    /// the file's other names, while there is room.
-    fn remember(&self, stamp: Stamp, hits: &FileHits, chars: usize) {
-        let Ok(mut known) = self.0.lock() else {
-            return;
-        };
-        if known.hits.len() < MAX_LINKED_FILES && known.chars + chars <= MAX_LINKED_CHARS {
-            known.chars += chars;
-            known.hits.insert(stamp, (hits.clone(), chars));
-        }
+    fn weight(&self) -> usize {
+        self.kept_chars
     }
 }
 
@@ -419,22 +361,29 @@ impl LinkedHits {
 /// each other's.
 struct Scratch {
     searcher: Searcher,
-    buffer: Vec<u8>,
     matcher: LineMatcher,
 }
 
-impl Plan {
+impl Reader for Settings {
+    type Scratch = Scratch;
+    type Outcome = FileHits;
+
     fn scratch(&self) -> Scratch {
         Scratch {
             searcher: SearcherBuilder::new()
                 .line_number(true)
                 .binary_detection(BinaryDetection::none())
                 .build(),
-            buffer: Vec::new(),
             matcher: self.matcher.clone(),
         }
     }
 
+    fn evaluate(&self, scratch: &mut Scratch, document: &Document, content: &[u8]) -> FileHits {
+        self.search_content(scratch, document, content, 0)
+    }
+}
+
+impl Settings {
     /// How many hits a file adds toward `wanted`.
     fn units(&self, hits: &FileHits) -> usize {
         match self.mode {
@@ -443,46 +392,20 @@ impl Plan {
         }
     }
 
-    /// Searches one file, keeping the text of matches from local match
-    /// `keep_from` on; unreadable, binary, oversized or vanished files
-    /// yield nothing.
-    fn search_file(
+    /// Searches one document's content, keeping the text of matches from
+    /// local match `keep_from` on.
+    fn search_content(
         &self,
-        gate: &PathGate,
         scratch: &mut Scratch,
-        entry: &Entry,
+        document: &Document,
+        haystack: &[u8],
         keep_from: usize,
     ) -> FileHits {
-        let Scratch {
-            searcher,
-            buffer,
-            matcher,
-        } = scratch;
-        let Ok((file, metadata)) = entry.open(gate) else {
-            return FileHits::default();
-        };
-        // Only a first pass: a page's second pass keeps other matches.
-        let linked = Some(Stamp::of(&metadata))
-            .filter(|stamp| keep_from == 0 && stamp.linked_identity().is_some());
-        if let Some(stamp) = &linked
-            && let Some(hits) = self.linked.reuse(stamp, entry)
-        {
-            return hits;
-        }
-        let Some(length) = read_capped(file, &metadata, buffer) else {
-            return FileHits::default();
-        };
-        let haystack = &buffer[..length];
-        if looks_binary(&haystack[..length.min(SNIFF_BYTES)]) {
-            if let Some(stamp) = linked {
-                self.linked.remember(stamp, &FileHits::default(), 0);
-            }
-            return FileHits::default();
-        }
+        let Scratch { searcher, matcher } = scratch;
         let mut sink = CollectSink {
-            plan: self,
+            settings: self,
             matcher,
-            file: &entry.relative,
+            file: document.name(),
             haystack,
             keep_from,
             room: MAX_RESULT_CHARS,
@@ -494,34 +417,19 @@ impl Plan {
         // A failed search of one file leaves the others unaffected.
         let _ = searcher.search_slice(&*matcher, haystack, &mut sink);
         // What the kept matches took of the room.
-        let chars = MAX_RESULT_CHARS - sink.room;
+        let kept_chars = MAX_RESULT_CHARS - sink.room;
         let mut hits = sink.hits;
-        if let Some(stamp) = linked {
-            self.linked.remember(stamp, &hits, chars);
-        }
+        hits.kept_chars = kept_chars;
         if hits.count > 0 {
-            hits.file = entry.relative.clone();
-            hits.source = Some(entry.clone());
+            hits.file = document.name().to_string();
+            hits.source = Some(document.clone());
         }
         hits
     }
 }
 
-/// Reads an opened regular file into `buffer` (see
-/// [`read_searchable`]); `None` for anything else.
-fn read_capped(
-    mut file: std::fs::File,
-    metadata: &std::fs::Metadata,
-    buffer: &mut Vec<u8>,
-) -> Option<usize> {
-    if !metadata.is_file() {
-        return None;
-    }
-    read_searchable(&mut file, metadata.len(), buffer)
-}
-
 struct CollectSink<'a> {
-    plan: &'a Plan,
+    settings: &'a Settings,
     matcher: &'a LineMatcher,
     file: &'a str,
     haystack: &'a [u8],
@@ -535,7 +443,7 @@ struct CollectSink<'a> {
 impl CollectSink<'_> {
     fn keep(&mut self, found: &SinkMatch<'_>) {
         let kept = self.hits.matches.len();
-        if !self.hits.complete || kept > self.plan.max_results {
+        if !self.hits.complete || kept > self.settings.max_results {
             self.hits.complete = false;
             return;
         }
@@ -546,11 +454,15 @@ impl CollectSink<'_> {
             .ok()
             .flatten()
             .map_or(0, |m| m.start());
-        let (before, after) = if self.plan.context > 0 {
+        let (before, after) = if self.settings.context > 0 {
             let range = found.bytes_range_in_buffer();
             (
-                Some(lines_before(self.haystack, range.start, self.plan.context)),
-                Some(lines_after(self.haystack, range.end, self.plan.context)),
+                Some(lines_before(
+                    self.haystack,
+                    range.start,
+                    self.settings.context,
+                )),
+                Some(lines_after(self.haystack, range.end, self.settings.context)),
             )
         } else {
             (None, None)
@@ -580,232 +492,65 @@ impl Sink for CollectSink<'_> {
         _searcher: &Searcher,
         found: &SinkMatch<'_>,
     ) -> Result<bool, Self::Error> {
-        if self.plan.cancel.is_cancelled() {
+        if self.settings.cancel.is_cancelled() {
             return Ok(false);
         }
         let local = usize::try_from(self.hits.count).unwrap_or(usize::MAX);
         self.hits.count += 1;
-        match self.plan.mode {
+        match self.settings.mode {
             OutputMode::Count => Ok(true),
             OutputMode::FilesWithMatches => Ok(false),
             OutputMode::Content => {
                 if local >= self.keep_from {
                     self.keep(found);
                 }
-                Ok(local + 1 < self.plan.wanted)
+                Ok(local + 1 < self.settings.wanted)
             }
         }
     }
 }
 
-/// Walks in sorted order on this thread while workers search; stops both
-/// once the finished sorted prefix holds enough hits, or the call is
-/// cancelled. `candidates`, the tree model's files that may match (in the
-/// same order), replace the walk. Returns the prefix and how many files the
-/// walk offered (`None` when candidates stood in for it).
-fn search_tree(
-    gate: &PathGate,
-    start: &crate::security::ResolvedPath,
-    plan: &Plan,
-    options: &WalkOptions,
-    accept: impl Fn(&Entry) -> bool,
-    candidates: Option<Vec<Entry>>,
-) -> std::io::Result<(Prefix, Option<usize>)> {
-    if let Some(files) = &candidates
-        && files.len() <= BATCH_FILES
-    {
-        return Ok((search_in_order(gate, plan, files, &accept), None));
-    }
-    let workers = walk::worker_threads();
-    // Finished files may wait for a slower earlier one, each holding up to
-    // a page of text: the walk stays at most this many files ahead.
-    let lookahead = workers * BATCH_FILES * 4;
-    let stop = AtomicBool::new(false);
-    let files_seen = AtomicUsize::new(0);
-    let progress = Mutex::new(Prefix::default());
-    let advanced = Condvar::new();
-    let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
-    let receiver = Mutex::new(receiver);
-    let halted = || stop.load(Ordering::Relaxed) || plan.cancel.is_cancelled();
-    let from_candidates = candidates.is_some();
-
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                let mut scratch = plan.scratch();
-                loop {
-                    let next = match receiver.lock() {
-                        Ok(receiver) => receiver.recv(),
-                        Err(_) => break,
-                    };
-                    let Ok(batch) = next else { break };
-                    for (index, entry) in batch {
-                        let hits = if halted() {
-                            FileHits::default()
-                        } else {
-                            plan.search_file(gate, &mut scratch, &entry, 0)
-                        };
-                        let Ok(mut prefix) = progress.lock() else {
-                            return;
-                        };
-                        if prefix.finish(index, hits, plan) {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    // Once per batch: a wake-up per file would cost a
-                    // system call per file.
-                    advanced.notify_all();
-                }
-            });
-        }
-        let mut index = 0;
-        let mut batch = Vec::with_capacity(BATCH_FILES);
-        let mut visit = |entry: Entry| {
-            if halted() {
-                return ControlFlow::Break(());
-            }
-            if entry.kind != EntryKind::File {
-                return ControlFlow::Continue(());
-            }
-            files_seen.fetch_add(1, Ordering::Relaxed);
-            if accept(&entry) {
-                batch.push((index, entry));
-                index += 1;
-                if batch.len() == BATCH_FILES {
-                    if !wait_for_room(&progress, &advanced, index, lookahead, &halted) {
-                        return ControlFlow::Break(());
-                    }
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
-                    if sender.send(full).is_err() {
-                        return ControlFlow::Break(());
-                    }
-                }
-            }
-            ControlFlow::Continue(())
-        };
-        let walked = match candidates {
-            Some(files) => {
-                for entry in files {
-                    if visit(entry).is_break() {
-                        break;
-                    }
-                }
-                Ok(())
-            }
-            None => walk::walk_files_to_open(gate, start, options, &mut visit),
-        };
-        if !batch.is_empty() && !halted() {
-            // Fails only when every worker has gone, and then nothing waits.
-            let _ = sender.send(batch);
-        }
-        drop(sender);
-        walked
-    })?;
-
-    let prefix = match progress.into_inner() {
-        Ok(prefix) => prefix,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    Ok((prefix, (!from_candidates).then(|| files_seen.into_inner())))
-}
-
-/// Searches a few files on this thread, in order, until the prefix holds
-/// enough hits: starting workers would cost more than the files.
-fn search_in_order(
-    gate: &PathGate,
-    plan: &Plan,
-    files: &[Entry],
-    accept: &impl Fn(&Entry) -> bool,
-) -> Prefix {
-    let mut scratch = plan.scratch();
-    let mut prefix = Prefix::default();
-    for (index, entry) in files.iter().filter(|entry| accept(entry)).enumerate() {
-        if plan.cancel.is_cancelled() {
-            break;
-        }
-        let hits = plan.search_file(gate, &mut scratch, entry, 0);
-        if prefix.finish(index, hits, plan) {
-            break;
-        }
-    }
-    prefix
-}
-
-/// Blocks the walk while it is more than `lookahead` files ahead of the
-/// finished prefix; false when the search stopped meanwhile.
-fn wait_for_room(
-    progress: &Mutex<Prefix>,
-    advanced: &Condvar,
-    walked: usize,
-    lookahead: usize,
-    halted: &impl Fn() -> bool,
-) -> bool {
-    let Ok(mut prefix) = progress.lock() else {
-        return false;
-    };
-    while walked > prefix.next + lookahead {
-        if halted() {
-            return false;
-        }
-        // The timeout re-checks the cancel flag, which nobody notifies.
-        prefix = match advanced.wait_timeout(prefix, Duration::from_millis(20)) {
-            Ok((prefix, _)) => prefix,
-            Err(_) => return false,
-        };
-    }
-    !halted()
-}
-
-/// Results in file order: the finished prefix, kept from `offset` on, plus
-/// files that finished out of order and wait for their turn.
+/// The hits of the files handed on so far, in path order, kept from
+/// `offset` on.
 #[derive(Default)]
-struct Prefix {
+struct Page {
     /// Files with hits at or after `offset`, in order.
     done: Vec<FileHits>,
-    waiting: BTreeMap<usize, FileHits>,
-    /// Index of the next file the prefix waits for.
-    next: usize,
-    /// Hits in the prefix, counted from the first file (offset included).
+    /// Hits handed on, counted from the first file (offset included).
     units: usize,
 }
 
-impl Prefix {
-    /// Records a finished file; true once the prefix has enough hits.
-    fn finish(&mut self, index: usize, hits: FileHits, plan: &Plan) -> bool {
-        self.waiting.insert(index, hits);
-        while let Some(mut hits) = self.waiting.remove(&self.next) {
-            self.next += 1;
-            let units = plan.units(&hits);
-            if units == 0 {
-                continue;
-            }
-            let skip = plan.offset.saturating_sub(self.units).min(units);
+impl Page {
+    /// Takes the next file's hits; true once there are enough.
+    fn take(&mut self, mut hits: FileHits, settings: &Settings) -> bool {
+        let units = settings.units(&hits);
+        if units > 0 {
+            let skip = settings.offset.saturating_sub(self.units).min(units);
             self.units = self.units.saturating_add(units);
-            if skip == units {
-                // Wholly before the page: counted, not kept.
-                continue;
-            }
-            if skip > 0 {
-                if hits.complete {
-                    hits.matches.drain(..skip.min(hits.matches.len()));
-                } else {
-                    hits.matches = Vec::new();
-                    hits.rescan_from = Some(skip);
+            // Wholly before the page: counted, not kept.
+            if skip < units {
+                if skip > 0 {
+                    if hits.complete {
+                        hits.matches.drain(..skip.min(hits.matches.len()));
+                    } else {
+                        hits.matches = Vec::new();
+                        hits.rescan_from = Some(skip);
+                    }
                 }
+                if hits.rescan_from.is_none() {
+                    hits.source = None;
+                }
+                self.done.push(hits);
             }
-            if hits.rescan_from.is_none() {
-                hits.source = None;
-            }
-            self.done.push(hits);
         }
-        self.units >= plan.wanted
+        self.units >= settings.wanted
     }
 }
 
 /// The page: at most `max_results` results after `offset`, cut where the
 /// answer would outgrow [`MAX_RESULT_CHARS`].
-fn assemble(input: &SearchInput, path: String, plan: &Plan, prefix: Prefix) -> SearchOutput {
-    let available = prefix.units.saturating_sub(plan.offset);
+fn assemble(input: &SearchInput, path: String, settings: &Settings, found: Page) -> SearchOutput {
+    let available = found.units.saturating_sub(settings.offset);
     let mut output = SearchOutput {
         status: Status::Success,
         query: input.query.clone(),
@@ -827,23 +572,23 @@ fn assemble(input: &SearchInput, path: String, plan: &Plan, prefix: Prefix) -> S
     match input.output_mode {
         OutputMode::Content => {
             let mut matches = Vec::new();
-            for found in prefix.done.into_iter().flat_map(|hits| hits.matches) {
-                if matches.len() == plan.max_results {
+            for hit in found.done.into_iter().flat_map(|hits| hits.matches) {
+                if matches.len() == settings.max_results {
                     break;
                 }
-                if !budget.take(&found) {
+                if !budget.take(&hit) {
                     cut = true;
                     break;
                 }
-                matches.push(found);
+                matches.push(hit);
             }
             output.count = matches.len();
             output.matches = Some(matches);
         }
         OutputMode::FilesWithMatches | OutputMode::Count => {
             let mut page = Vec::new();
-            for hits in prefix.done {
-                if page.len() == plan.max_results {
+            for hits in found.done {
+                if page.len() == settings.max_results {
                     break;
                 }
                 let item = FileCount {
@@ -927,6 +672,7 @@ fn lines_after(haystack: &[u8], end: usize, n: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::PathGate;
 
     fn project(files: &[(&str, &str)]) -> (tempfile::TempDir, PathGate) {
         crate::tools::temp_project(files)
@@ -934,7 +680,7 @@ mod tests {
 
     /// The scan alone; the index's answers are compared with it elsewhere.
     fn search(gate: &PathGate, input: &SearchInput) -> Result<SearchOutput, ToolError> {
-        super::search(gate, &TreeModel::off(), input, &Cancel::never())
+        super::search(&Corpus::walked(gate), input, &Cancel::never())
     }
 
     fn input(query: &str) -> SearchInput {
@@ -1026,11 +772,11 @@ mod tests {
         assert!(!last.truncated);
     }
 
-    /// Reused hits must fit the room under the new name, as a read's would.
+    /// Hits taken under another name must fit the room under that name, as
+    /// a read's would.
     #[test]
-    fn reused_hits_are_held_to_the_room_under_the_new_name() {
-        let (_dir, gate) = project(&[("a/x.txt", "needle\n")]);
-        let stamp = Stamp::of(&std::fs::metadata(gate.root().join("a/x.txt")).unwrap());
+    fn renamed_hits_are_held_to_the_room_under_the_new_name() {
+        let (_dir, gate) = project(&[("a/x.txt", "needle\n"), ("b/x.txt", "needle\n")]);
         let found = SearchMatch {
             file: "a/x.txt".into(),
             line: 1,
@@ -1040,32 +786,26 @@ mod tests {
         };
         let matches = vec![found; 10];
         let chars: usize = matches.iter().map(|m| json_len(m) + 1).sum();
-        let hits = FileHits {
+        let hits = |kept_chars| FileHits {
             count: 10,
             complete: true,
-            matches,
+            matches: matches.clone(),
+            kept_chars,
             ..FileHits::default()
         };
-        let entry = |relative: &str| Entry {
-            relative: relative.into(),
-            path: gate.root().join(relative),
-            kind: EntryKind::File,
-            depth: 2,
-            size: None,
-            ino: None,
-        };
+        let document = |name: &str| crate::corpus::Document::named(&gate, name);
         // Kept matches that took the whole room: they fit under a name of
         // the same length, not under a longer one.
-        let linked = LinkedHits::default();
-        linked.remember(stamp, &hits, MAX_RESULT_CHARS);
-        let same = linked.reuse(&stamp, &entry("b/x.txt")).unwrap();
+        let full = hits(MAX_RESULT_CHARS);
+        let same = full.renamed(&document("b/x.txt")).unwrap();
         assert_eq!(same.matches.len(), 10);
         assert!(same.matches.iter().all(|m| m.file == "b/x.txt"));
-        assert!(linked.reuse(&stamp, &entry("bb/x.txt")).is_none());
+        assert!(full.renamed(&document("bb/x.txt")).is_none());
         // With room to spare, a longer name takes them too.
-        let roomy = LinkedHits::default();
-        roomy.remember(stamp, &hits, chars);
-        assert_eq!(roomy.reuse(&stamp, &entry("bb/x.txt")).unwrap().count, 10);
+        assert_eq!(
+            hits(chars).renamed(&document("bb/x.txt")).unwrap().count,
+            10
+        );
     }
 
     /// The same tree twice: each file's other names as hard links in one,
@@ -1278,7 +1018,7 @@ mod tests {
         let (_d, gate) = demo();
         let cancel = Cancel::never();
         cancel.cancel();
-        let error = super::search(&gate, &TreeModel::off(), &input("apply"), &cancel).unwrap_err();
+        let error = super::search(&Corpus::walked(&gate), &input("apply"), &cancel).unwrap_err();
         assert!(matches!(error, ToolError::Cancelled));
     }
 
@@ -1332,7 +1072,7 @@ mod tests {
 
     #[test]
     fn files_up_to_the_cap_are_searched_and_larger_ones_skipped() {
-        let cap = crate::security::MAX_SEARCHED_BYTES as usize;
+        let cap = crate::corpus::searchable::MAX_SEARCHED_BYTES as usize;
         let at_cap = format!("{}needle\n", "x".repeat(cap - 7));
         let (_d, gate) = project(&[
             ("at_cap.txt", &at_cap),

@@ -545,6 +545,8 @@ async fn soak_every_tool_pipelined_with_cancellations() {
         ("read_project_file", json!({"path": "src/m01.rs"})),
         ("list_project_directory", json!({"depth": 3})),
         ("find_project_files", json!({"pattern": "**/*.rs"})),
+        ("outline_project_file", json!({"path": "src/m02.rs"})),
+        ("find_symbol_definitions", json!({"name": "f3"})),
         ("get_docs", json!({"query": "needle"})),
         ("run_project_check", json!({"check_name": "quick"})),
     ];
