@@ -86,11 +86,7 @@ impl PostingLists for BasePostings {
     fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
         match self {
             BasePostings::Built(shard) => shard.retain_holding(key, ids),
-            BasePostings::Mapped(segment) => {
-                if let Ok(holding) = segment.postings(key) {
-                    ids.retain(|id| holding.binary_search(id).is_ok());
-                }
-            }
+            BasePostings::Mapped(segment) => segment.retain_holding(key, ids),
         }
     }
 }

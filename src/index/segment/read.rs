@@ -270,6 +270,33 @@ impl Segment {
         self.varint_ids(list)
     }
 
+    /// Keeps the `ids` (increasing) whose files hold `trigram`, testing
+    /// bits of a bitmap list and walking a varint list once, without
+    /// decoding it whole; a list that fails to decode keeps every id.
+    pub fn retain_holding(&self, trigram: u32, ids: &mut Vec<u32>) {
+        let Some(index) = self.find(trigram) else {
+            ids.clear();
+            return;
+        };
+        let (_, encoding, start, end) = self.entry(index);
+        let Some(list) = self
+            .section(Section::Postings)
+            .get(start as usize..end as usize)
+        else {
+            return;
+        };
+        if encoding == BITMAP {
+            ids.retain(|&id| {
+                list.get(id as usize / 8)
+                    .is_some_and(|byte| byte & (1 << (id % 8)) != 0)
+            });
+            return;
+        }
+        if let Ok(holding) = self.varint_ids(list) {
+            ids.retain(|id| holding.binary_search(id).is_ok());
+        }
+    }
+
     fn varint_ids(&self, mut list: &[u8]) -> Result<Vec<u32>, SegmentError> {
         let damaged = SegmentError::Damaged("posting list");
         let mut ids = Vec::new();
@@ -401,6 +428,18 @@ mod tests {
         let (_, encoding, _, _) = segment.entry(0);
         assert_eq!(encoding, BITMAP);
         assert_eq!(segment.postings(0).unwrap().len(), 100);
+        // Trigram 7 (t = 1): files 2, 5, 8, …; trigram 0: files 0, 3, 6, ….
+        for trigram in [0, 7, 14, 1] {
+            let holding = segment.postings(trigram).unwrap();
+            let mut ids: Vec<u32> = (0..300).filter(|id| id % 2 == 0).collect();
+            let expected: Vec<u32> = ids
+                .iter()
+                .copied()
+                .filter(|id| holding.contains(id))
+                .collect();
+            segment.retain_holding(trigram, &mut ids);
+            assert_eq!(ids, expected, "trigram {trigram}");
+        }
     }
 
     #[test]
