@@ -32,6 +32,12 @@ impl Restored {
 /// (and `live` untouched) when there is none or it is unusable.
 pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
     let started = Instant::now();
+    // A folder someone else owns, or a link, is never read (in a shared
+    // XDG_CACHE_HOME another user could plant one).
+    if let Err(error) = cache.create() {
+        tracing::debug!("index cache: {error}; the index stays in memory");
+        return None;
+    }
     let committed = match cache.committed() {
         Ok(committed) => committed,
         Err(error) => {

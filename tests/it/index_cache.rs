@@ -617,3 +617,34 @@ async fn deny_listed_files_never_enter_the_cache_and_its_files_are_private() {
         "{status}"
     );
 }
+
+/// A cache folder reached through a link (planted in a shared cache home,
+/// say) is neither read nor written.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_linked_cache_folder_is_never_used() {
+    let scene = Scene::new(20);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    let planted = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        scene.cache_home.path().join("mcp-project-helper"),
+        planted.path().join("mcp-project-helper"),
+    )
+    .unwrap();
+    let log = scene.log("planted");
+    let server = Server::start_with(
+        &scene.project.root,
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        &[("XDG_CACHE_HOME", planted.path().to_str().unwrap())],
+    )
+    .await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&server, &scanner).await;
+    wait_for_index(&log).await;
+    let text = log_text(&log);
+    assert!(text.contains("not a folder of the current user"), "{text}");
+    assert!(!text.contains("files unchanged"), "{text}");
+    server.stop().await;
+    scanner.stop().await;
+}

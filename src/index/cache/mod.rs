@@ -165,8 +165,13 @@ impl RootCache {
         &self.root
     }
 
-    /// Creates the folder (and the base folder), the user's alone.
+    /// Creates the folder and the base folder, the user's alone; both must
+    /// be real folders of the user's (the base's own parent, such as
+    /// `~/.cache`, may be a link).
     pub fn create(&self) -> Result<(), CacheError> {
+        if let Some(base) = self.folder.parent() {
+            private::create_folder(base).map_err(io_error(base))?;
+        }
         private::create_folder(&self.folder).map_err(io_error(&self.folder))
     }
 
