@@ -23,11 +23,11 @@ use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
-/// scratch each while sorting, so 8 MiB (unless one file alone has more).
-/// The shards are merged into one at the end, a group of trigrams at a
-/// time, each group of the parts freed once merged. (Half as many pairs made the
-/// build's peak larger, not smaller: every shard repeats the trigrams it
-/// shares with the others.)
+/// scratch each while sorting, so the build's scratch stays near 8 MiB
+/// (unless one file alone has more). Smaller shards would not lower the
+/// peak: every shard repeats the trigrams it shares with the others, and
+/// the shards are merged into one at the end, a group of trigrams at a
+/// time, each group of the parts freed once merged.
 pub(super) const SHARD_PAIRS: usize = 512 * 1024;
 
 pub(super) fn log_filters_left_out(limit_bytes: usize) {
@@ -41,7 +41,8 @@ pub(super) fn log_filters_left_out(limit_bytes: usize) {
 /// that thread's allocator arena; hand it back to the system.
 pub(super) fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    // SAFETY: glibc's malloc_trim has no safe wrapper; it takes a plain
+    // integer and only walks the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
     }
@@ -52,15 +53,15 @@ pub(super) fn return_freed_memory() {
 /// priority each platform offers a thread: nice 19 on Linux, background
 /// mode (lower CPU and I/O priority) on Windows.
 pub(super) fn lower_priority() {
+    // On Linux the calling process's id (`None`) names the calling thread
+    // alone. Failing leaves the build at normal priority, which is correct,
+    // only slower for the first calls.
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only reads its arguments; on Linux, `who = 0`
-    // with PRIO_PROCESS names the calling thread alone.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-    }
+    let _ = rustix::process::setpriority_process(None, 19);
     #[cfg(windows)]
     // SAFETY: GetCurrentThread returns a pseudo handle of the calling
-    // thread, which SetThreadPriority only reads.
+    // thread, which SetThreadPriority only reads. Failing leaves the build
+    // at normal priority, as above.
     unsafe {
         use windows_sys::Win32::System::Threading::{
             GetCurrentThread, SetThreadPriority, THREAD_MODE_BACKGROUND_BEGIN,

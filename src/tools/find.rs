@@ -21,7 +21,7 @@ pub struct FindInput {
     #[schemars(length(max = crate::glob::MAX_GLOB_CHARS))]
     pub pattern: String,
     /// Folder to search under, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// Maximum number of paths to return.
     #[serde(default = "default_max_results")]
@@ -32,9 +32,6 @@ pub struct FindInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }
@@ -210,7 +207,7 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_within_the_size_hint() {
-        let name = "\u{1}".repeat(250);
+        let name = crate::tools::COSTLY_NAME_CHAR.repeat(250);
         let files: Vec<(String, &str)> = (0..MAX_RESULTS_CAP)
             .map(|i| (format!("{i:04}{name}"), ""))
             .collect();

@@ -18,7 +18,7 @@ pub const MAX_RESULT_CHARS: usize = 400_000;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ListInput {
     /// Folder relative to the project root, `/`-separated; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// How many levels to descend (1 = direct children only).
     #[serde(default = "default_depth")]
@@ -33,9 +33,6 @@ pub struct ListInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_depth() -> u32 {
     1
 }
@@ -177,7 +174,7 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_within_the_size_hint() {
-        let name = "\u{1}".repeat(250);
+        let name = crate::tools::COSTLY_NAME_CHAR.repeat(250);
         let files: Vec<(String, &str)> = (0..MAX_ENTRIES_CAP)
             .map(|i| (format!("{i:04}{name}"), ""))
             .collect();

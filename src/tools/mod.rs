@@ -20,6 +20,11 @@ pub const MAX_QUERY_CHARS: usize = 1024;
 /// Longest `check_name` accepted, in characters.
 pub const MAX_CHECK_NAME_CHARS: usize = 128;
 
+/// The default `path` of the tools that take a folder: the project root.
+pub(crate) fn root_path() -> String {
+    ".".to_string()
+}
+
 /// `success`; `error` only when a check did not run to its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -173,6 +178,13 @@ pub fn json_byte_width(byte: u8) -> usize {
         _ => 1,
     }
 }
+
+/// Test fixture shared by the tool modules: a character that costs the
+/// most in a JSON answer and is allowed in a file name. Windows refuses
+/// control characters in names, so there it is DEL, which the size
+/// accounting counts as six characters (as an escaped control character).
+#[cfg(test)]
+pub(crate) const COSTLY_NAME_CHAR: &str = if cfg!(windows) { "\u{7f}" } else { "\u{1}" };
 
 /// Test fixture shared by the tool modules: a temporary project root
 /// holding `files` (path, content), and its gate.

@@ -2,6 +2,7 @@
 //! annotations and schemas, structuredContent, malformed input, concurrency,
 //! shutdown on stdin EOF, and a stdout that carries nothing but JSON-RPC.
 
+#[cfg(target_os = "linux")]
 use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;

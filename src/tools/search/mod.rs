@@ -15,18 +15,21 @@
 
 use std::ops::ControlFlow;
 
-use grep_matcher::Matcher;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use regex_syntax::hir::Hir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars, json_len};
+mod matching;
+mod page;
+
+use super::{MAX_QUERY_CHARS, Status, ToolError, cut_chars};
 use crate::cancel::Cancel;
-use crate::corpus::{Corpus, Document, Outcome, Reader};
+use crate::corpus::{Corpus, Document, Reader};
 use crate::glob::{PathGlob, below};
 use crate::matcher::{self, LineMatcher};
 use crate::walk::WalkOptions;
+use matching::Settings;
+use page::{Page, assemble};
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -59,7 +62,7 @@ pub struct SearchInput {
     #[schemars(length(max = MAX_QUERY_CHARS))]
     pub query: String,
     /// Folder (or single file) to search, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "crate::tools::root_path")]
     pub path: String,
     /// Maximum number of results (matches, files or counts) to return.
     #[serde(default = "default_max_results")]
@@ -91,9 +94,6 @@ pub struct SearchInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }
@@ -296,379 +296,6 @@ fn build_matcher(input: &SearchInput) -> Result<(Hir, LineMatcher), ToolError> {
     })
 }
 
-/// The per-call search settings shared by all worker threads.
-struct Settings {
-    matcher: LineMatcher,
-    mode: OutputMode,
-    context: usize,
-    offset: usize,
-    max_results: usize,
-    /// Hits after which the search may stop: offset + max_results + 1.
-    wanted: usize,
-    cancel: Cancel,
-}
-
-impl Outcome for FileHits {
-    /// Another name of the same file holds the same lines: its hits are
-    /// these under that name, when they still fit the room.
-    fn renamed(&self, document: &Document) -> Option<Self> {
-        if self.count == 0 {
-            return Some(FileHits {
-                complete: true,
-                ..FileHits::default()
-            });
-        }
-        // Kept matches depend on the name only through the room they take:
-        // a complete set that still fits under this name is what a read
-        // would keep.
-        if !self.complete {
-            return None;
-        }
-        let name = document.name();
-        // The name is the only field that differs, once per match.
-        if let Some(first) = self.matches.first() {
-            let name_chars = |name: &str| json_len(name) * self.matches.len();
-            let chars = self.kept_chars + name_chars(name);
-            if chars.saturating_sub(name_chars(&first.file)) > MAX_RESULT_CHARS {
-                return None;
-            }
-        }
-        Some(FileHits {
-            file: name.to_string(),
-            source: Some(document.clone()),
-            matches: self
-                .matches
-                .iter()
-                .map(|found| SearchMatch {
-                    file: name.to_string(),
-                    ..found.clone()
-                })
-                .collect(),
-            count: self.count,
-            complete: true,
-            kept_chars: self.kept_chars,
-            rescan_from: None,
-        })
-    }
-
-    fn weight(&self) -> usize {
-        self.kept_chars
-    }
-}
-
-/// What one searching thread keeps from file to file. The matcher is its
-/// own copy: a copy's scratch space is its own, so threads never wait for
-/// each other's.
-struct Scratch {
-    searcher: Searcher,
-    matcher: LineMatcher,
-}
-
-impl Reader for Settings {
-    type Scratch = Scratch;
-    type Outcome = FileHits;
-
-    fn scratch(&self) -> Scratch {
-        Scratch {
-            searcher: SearcherBuilder::new()
-                .line_number(true)
-                .binary_detection(BinaryDetection::none())
-                .build(),
-            matcher: self.matcher.clone(),
-        }
-    }
-
-    fn evaluate(&self, scratch: &mut Scratch, document: &Document, content: &[u8]) -> FileHits {
-        self.search_content(scratch, document, content, 0)
-    }
-}
-
-impl Settings {
-    /// How many hits a file adds toward `wanted`.
-    fn units(&self, hits: &FileHits) -> usize {
-        match self.mode {
-            OutputMode::Content => usize::try_from(hits.count).unwrap_or(usize::MAX),
-            OutputMode::FilesWithMatches | OutputMode::Count => usize::from(hits.count > 0),
-        }
-    }
-
-    /// Searches one document's content, keeping the text of matches from
-    /// local match `keep_from` on.
-    fn search_content(
-        &self,
-        scratch: &mut Scratch,
-        document: &Document,
-        haystack: &[u8],
-        keep_from: usize,
-    ) -> FileHits {
-        let Scratch { searcher, matcher } = scratch;
-        let mut sink = CollectSink {
-            settings: self,
-            matcher,
-            file: document.name(),
-            haystack,
-            keep_from,
-            room: MAX_RESULT_CHARS,
-            hits: FileHits {
-                complete: true,
-                ..FileHits::default()
-            },
-        };
-        // A failed search of one file leaves the others unaffected.
-        let _ = searcher.search_slice(&*matcher, haystack, &mut sink);
-        // What the kept matches took of the room.
-        let kept_chars = MAX_RESULT_CHARS - sink.room;
-        let mut hits = sink.hits;
-        hits.kept_chars = kept_chars;
-        if hits.count > 0 {
-            hits.file = document.name().to_string();
-            hits.source = Some(document.clone());
-        }
-        hits
-    }
-}
-
-struct CollectSink<'a> {
-    settings: &'a Settings,
-    matcher: &'a LineMatcher,
-    file: &'a str,
-    haystack: &'a [u8],
-    /// Local match from which text is kept.
-    keep_from: usize,
-    /// JSON characters the kept matches may still take: no answer holds more.
-    room: usize,
-    hits: FileHits,
-}
-
-impl CollectSink<'_> {
-    fn keep(&mut self, found: &SinkMatch<'_>) {
-        let kept = self.hits.matches.len();
-        if !self.hits.complete || kept > self.settings.max_results {
-            self.hits.complete = false;
-            return;
-        }
-        let line_bytes = trim_line_end(found.bytes());
-        let match_start = self
-            .matcher
-            .find(line_bytes)
-            .ok()
-            .flatten()
-            .map_or(0, |m| m.start());
-        let (before, after) = if self.settings.context > 0 {
-            let range = found.bytes_range_in_buffer();
-            (
-                Some(lines_before(
-                    self.haystack,
-                    range.start,
-                    self.settings.context,
-                )),
-                Some(lines_after(self.haystack, range.end, self.settings.context)),
-            )
-        } else {
-            (None, None)
-        };
-        let found = SearchMatch {
-            file: self.file.to_string(),
-            line: found.line_number().unwrap_or(0),
-            text: line_window(line_bytes, match_start),
-            before,
-            after,
-        };
-        let cost = json_len(&found) + 1;
-        if cost > self.room {
-            self.hits.complete = false;
-            return;
-        }
-        self.room -= cost;
-        self.hits.matches.push(found);
-    }
-}
-
-impl Sink for CollectSink<'_> {
-    type Error = std::io::Error;
-
-    fn matched(
-        &mut self,
-        _searcher: &Searcher,
-        found: &SinkMatch<'_>,
-    ) -> Result<bool, Self::Error> {
-        if self.settings.cancel.is_cancelled() {
-            return Ok(false);
-        }
-        let local = usize::try_from(self.hits.count).unwrap_or(usize::MAX);
-        self.hits.count += 1;
-        match self.settings.mode {
-            OutputMode::Count => Ok(true),
-            OutputMode::FilesWithMatches => Ok(false),
-            OutputMode::Content => {
-                if local >= self.keep_from {
-                    self.keep(found);
-                }
-                Ok(local + 1 < self.settings.wanted)
-            }
-        }
-    }
-}
-
-/// The hits of the files handed on so far, in path order, kept from
-/// `offset` on.
-#[derive(Default)]
-struct Page {
-    /// Files with hits at or after `offset`, in order.
-    done: Vec<FileHits>,
-    /// Hits handed on, counted from the first file (offset included).
-    units: usize,
-}
-
-impl Page {
-    /// Takes the next file's hits; true once there are enough.
-    fn take(&mut self, mut hits: FileHits, settings: &Settings) -> bool {
-        let units = settings.units(&hits);
-        if units > 0 {
-            let skip = settings.offset.saturating_sub(self.units).min(units);
-            self.units = self.units.saturating_add(units);
-            // Wholly before the page: counted, not kept.
-            if skip < units {
-                if skip > 0 {
-                    if hits.complete {
-                        hits.matches.drain(..skip.min(hits.matches.len()));
-                    } else {
-                        hits.matches = Vec::new();
-                        hits.rescan_from = Some(skip);
-                    }
-                }
-                if hits.rescan_from.is_none() {
-                    hits.source = None;
-                }
-                self.done.push(hits);
-            }
-        }
-        self.units >= settings.wanted
-    }
-}
-
-/// The page: at most `max_results` results after `offset`, cut where the
-/// answer would outgrow [`MAX_RESULT_CHARS`].
-fn assemble(input: &SearchInput, path: String, settings: &Settings, found: Page) -> SearchOutput {
-    let available = found.units.saturating_sub(settings.offset);
-    let mut output = SearchOutput {
-        status: Status::Success,
-        query: input.query.clone(),
-        path,
-        matches: None,
-        files: None,
-        counts: None,
-        count: 0,
-        truncated: false,
-        note: None,
-    };
-    match input.output_mode {
-        OutputMode::Content => output.matches = Some(Vec::new()),
-        OutputMode::FilesWithMatches => output.files = Some(Vec::new()),
-        OutputMode::Count => output.counts = Some(Vec::new()),
-    }
-    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
-    let mut cut = false;
-    match input.output_mode {
-        OutputMode::Content => {
-            let mut matches = Vec::new();
-            for hit in found.done.into_iter().flat_map(|hits| hits.matches) {
-                if matches.len() == settings.max_results {
-                    break;
-                }
-                if !budget.take(&hit) {
-                    cut = true;
-                    break;
-                }
-                matches.push(hit);
-            }
-            output.count = matches.len();
-            output.matches = Some(matches);
-        }
-        OutputMode::FilesWithMatches | OutputMode::Count => {
-            let mut page = Vec::new();
-            for hits in found.done {
-                if page.len() == settings.max_results {
-                    break;
-                }
-                let item = FileCount {
-                    file: hits.file,
-                    count: hits.count,
-                };
-                let fits = if input.output_mode == OutputMode::Count {
-                    budget.take(&item)
-                } else {
-                    budget.take(&item.file)
-                };
-                if !fits {
-                    cut = true;
-                    break;
-                }
-                page.push(item);
-            }
-            output.count = page.len();
-            if input.output_mode == OutputMode::Count {
-                output.counts = Some(page);
-            } else {
-                output.files = Some(page.into_iter().map(|c| c.file).collect());
-            }
-        }
-    }
-    output.truncated = cut || available > output.count;
-    output
-}
-
-fn trim_line_end(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
-}
-
-/// A line as text, cut to [`MAX_LINE_CHARS`]; a long line is cut around the
-/// match so the match itself is always shown.
-fn line_window(line: &[u8], match_start: usize) -> String {
-    let text = String::from_utf8_lossy(line);
-    if text.chars().count() <= MAX_LINE_CHARS {
-        return text.into_owned();
-    }
-    let match_char = String::from_utf8_lossy(&line[..match_start.min(line.len())])
-        .chars()
-        .count();
-    let first = match_char.saturating_sub(MAX_LINE_CHARS / 4);
-    text.chars().skip(first).take(MAX_LINE_CHARS).collect()
-}
-
-fn context_line(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(trim_line_end(line));
-    cut_chars(&text, MAX_LINE_CHARS).0.to_string()
-}
-
-/// Up to `n` lines that end right before byte `start`.
-fn lines_before(haystack: &[u8], start: usize, n: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut end = start;
-    while lines.len() < n && end > 0 {
-        let line_end = end - 1; // the '\n' that ends the previous line
-        let line_start = memchr::memrchr(b'\n', &haystack[..line_end]).map_or(0, |i| i + 1);
-        lines.push(context_line(&haystack[line_start..line_end]));
-        end = line_start;
-    }
-    lines.reverse();
-    lines
-}
-
-/// Up to `n` lines that start at byte `end`.
-fn lines_after(haystack: &[u8], end: usize, n: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut start = end;
-    while lines.len() < n && start < haystack.len() {
-        let line_end =
-            memchr::memchr(b'\n', &haystack[start..]).map_or(haystack.len(), |i| start + i);
-        lines.push(context_line(&haystack[start..line_end]));
-        start = line_end + 1;
-    }
-    lines
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,42 +397,6 @@ mod tests {
         assert_eq!(lines(&last).first().unwrap().1, 26);
         assert_eq!(last.count, 5);
         assert!(!last.truncated);
-    }
-
-    /// Hits taken under another name must fit the room under that name, as
-    /// a read's would.
-    #[test]
-    fn renamed_hits_are_held_to_the_room_under_the_new_name() {
-        let (_dir, gate) = project(&[("a/x.txt", "needle\n"), ("b/x.txt", "needle\n")]);
-        let found = SearchMatch {
-            file: "a/x.txt".into(),
-            line: 1,
-            text: "needle".into(),
-            before: None,
-            after: None,
-        };
-        let matches = vec![found; 10];
-        let chars: usize = matches.iter().map(|m| json_len(m) + 1).sum();
-        let hits = |kept_chars| FileHits {
-            count: 10,
-            complete: true,
-            matches: matches.clone(),
-            kept_chars,
-            ..FileHits::default()
-        };
-        let document = |name: &str| crate::corpus::Document::named(&gate, name);
-        // Kept matches that took the whole room: they fit under a name of
-        // the same length, not under a longer one.
-        let full = hits(MAX_RESULT_CHARS);
-        let same = full.renamed(&document("b/x.txt")).unwrap();
-        assert_eq!(same.matches.len(), 10);
-        assert!(same.matches.iter().all(|m| m.file == "b/x.txt"));
-        assert!(full.renamed(&document("bb/x.txt")).is_none());
-        // With room to spare, a longer name takes them too.
-        assert_eq!(
-            hits(chars).renamed(&document("bb/x.txt")).unwrap().count,
-            10
-        );
     }
 
     /// The same tree twice: each file's other names as hard links in one,
@@ -943,7 +534,7 @@ mod tests {
         // Control characters escape to six characters each in JSON.
         let line = format!("x{}", "\u{1}".repeat(MAX_LINE_CHARS * 2));
         let text: String = (0..400).map(|_| format!("{line}\n")).collect();
-        let name = format!("{}.txt", "\u{1}".repeat(200));
+        let name = format!("{}.txt", crate::tools::COSTLY_NAME_CHAR.repeat(200));
         let (_d, gate) = project(&[(name.as_str(), text.as_str())]);
         for mode in [
             OutputMode::Content,

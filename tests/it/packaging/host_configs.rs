@@ -3,10 +3,10 @@
 //! host expands them, exactly the command it names is started (with the
 //! built binary's folder first on PATH, as an install puts it on PATH), and a
 //! tool call completes through rmcp's client. `config <host>` output is
-//! checked the same way. (tests/hosts_cli.rs drives the real host CLIs.)
+//! checked the same way. (hosts_cli.rs beside it drives the real host CLIs.)
 //!
 //! Each test runs in a scratch copy of the project so the log lands in the
-//! copy's `evidence/tool-calls.log`, not in the repository.
+//! copy's `target/mcp-project-helper.log`, not in the repository.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,10 @@ fn expand(text: &str, mut resolve: impl FnMut(&str) -> String) -> String {
 fn assert_points_at_installed_binary(entry: &Entry) {
     assert_eq!(entry.command, "mcp-project-helper");
     for arg in &entry.args {
-        assert!(!arg.contains("target/"), "build folder in args: {arg}");
+        assert!(
+            !arg.contains("target/debug") && !arg.contains("target/release"),
+            "build folder in args: {arg}"
+        );
     }
 }
 
@@ -177,11 +180,11 @@ async fn claude_code_mcp_json_serves_demo_project_from_any_subfolder() {
             &entry.args,
             cwd,
             &[],
-            Some(project.path().join("evidence").join("tool-calls.log")),
+            Some(project.path().join("target").join("mcp-project-helper.log")),
         )
         .await;
     }
-    assert!(!subfolder.join("evidence").exists(), "log went to the top");
+    assert!(!subfolder.join("target").exists(), "log went to the top");
 }
 
 #[tokio::test]
@@ -201,13 +204,26 @@ async fn vscode_mcp_json_with_workspace_folder() {
         &args,
         workspace.path(),
         &[],
-        Some(workspace.path().join("evidence").join("tool-calls.log")),
+        Some(
+            workspace
+                .path()
+                .join("target")
+                .join("mcp-project-helper.log"),
+        ),
     )
     .await;
 }
 
 #[test]
-fn both_configs_serve_demo_project_and_log_to_evidence() {
+fn both_configs_serve_demo_project_and_log_to_an_ignored_folder() {
+    // A host session leaves `git status` clean: the log goes where git
+    // ignores it.
+    let ignored = std::process::Command::new("git")
+        .args(["check-ignore", "-q", "target/mcp-project-helper.log"])
+        .current_dir(repo_dir())
+        .status()
+        .expect("run git");
+    assert!(ignored.success(), "target/ is not ignored by git");
     let (_, claude) = entry(".mcp.json", "mcpServers");
     let (_, vscode) = entry(".vscode/mcp.json", "servers");
     assert_eq!(
@@ -216,7 +232,7 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
             "--root",
             "demo_project",
             "--log-file",
-            "evidence/tool-calls.log"
+            "target/mcp-project-helper.log"
         ]
     );
     assert_eq!(
@@ -225,7 +241,7 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
             "--root",
             "${workspaceFolder}/demo_project",
             "--log-file",
-            "${workspaceFolder}/evidence/tool-calls.log"
+            "${workspaceFolder}/target/mcp-project-helper.log"
         ]
     );
 }
@@ -270,11 +286,30 @@ async fn user_snippets_start_this_binary() {
         ("codex", "mcp_servers", false),
         ("gemini", "mcpServers", false),
         ("windsurf", "mcpServers", true),
-        ("zed", "context_servers", false),
+        ("zed", "context_servers", true),
         ("cline", "mcpServers", true),
         ("jetbrains", "mcpServers", true),
     ] {
-        let (text, json) = config_output(&[host, "--scope", "user", "--root", root_arg]);
+        // A named root reaches every snippet.
+        let (_, named) = config_output(&[host, "--scope", "user", "--root", root_arg]);
+        assert_eq!(
+            named[key]["project-helper"]["args"],
+            json!(["--root", root_arg]),
+            "{host}"
+        );
+        let output = cli_command(&["config", host, "--scope", "user"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        assert!(output.status.success(), "{output:?}");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let (_, document) = text.split_once("\n\n").expect("a document block");
+        let json: Value = if host == "codex" {
+            serde_json::to_value(toml::from_str::<toml::Table>(document).expect("TOML"))
+                .expect("as JSON")
+        } else {
+            serde_json::from_str(document).expect("JSON")
+        };
         assert!(text.contains("user scope"), "{text}");
         let server = &json[key]["project-helper"];
         let command = server["command"].as_str().expect("command");
@@ -327,20 +362,36 @@ fn project_snippets_name_the_installed_command_and_the_workspace() {
         ("codex", "mcp_servers", ".codex/config.toml", "."),
         ("gemini", "mcpServers", ".gemini/settings.json", "."),
     ] {
+        // The file goes at the repository top; the root named below it is
+        // written relative to it.
         let (text, json) = config_output(&[host, "--root", root_arg]);
         let first = text.lines().next().expect("a first line");
         assert!(first.contains("project scope"), "{text}");
+        let top = dunce::canonicalize(repo_dir()).expect("canonical repository");
         let file = file
             .split('/')
-            .fold(PathBuf::from(root_arg), |path, part| path.join(part))
+            .fold(top, |path, part| path.join(part))
             .display()
             .to_string();
         assert!(first.ends_with(&file), "{host} names {file}:\n{text}");
         let server = &json[key]["project-helper"];
         assert_eq!(server["command"], "mcp-project-helper", "{host}");
-        assert_eq!(server["args"], json!(["--root", root_value]), "{host}");
+        let expected = if root_value == "." {
+            "demo_project".to_string()
+        } else {
+            format!("{root_value}/demo_project")
+        };
+        assert_eq!(server["args"], json!(["--root", expected]), "{host}");
     }
-    for host in ["claude-desktop", "windsurf", "zed", "cline", "jetbrains"] {
+    // JetBrains keeps a project-level entry in its settings, with the
+    // absolute root (it expands no variable).
+    let (text, json) = config_output(&["jetbrains", "--scope", "project", "--root", root_arg]);
+    assert!(text.contains("project scope"), "{text}");
+    assert_eq!(
+        json["mcpServers"]["project-helper"]["args"],
+        json!(["--root", root_arg])
+    );
+    for host in ["claude-desktop", "windsurf", "zed", "cline"] {
         let output = cli_command(&["config", host, "--scope", "project"])
             .output()
             .expect("run config");
@@ -358,7 +409,7 @@ fn config_docker_form_mounts_the_root_read_only() {
     let server = &json["mcpServers"]["project-helper"];
     assert_eq!(server["command"], "docker");
     let args = server["args"].as_array().expect("args");
-    let mount = format!("{root_arg}:/project:ro");
+    let mount = format!("type=bind,source={root_arg},target=/project,readonly");
     assert_eq!(args[..3], [json!("run"), json!("-i"), json!("--rm")]);
     assert!(args.contains(&json!(mount)), "{server}");
     assert!(
@@ -389,4 +440,117 @@ fn config_prints_plain_drive_paths_for_verbatim_roots() {
     let command = server["command"].as_str().expect("command");
     assert!(!command.starts_with(r"\\?\"), "{command}");
     assert!(command.ends_with(".exe"), "{command}");
+}
+
+/// docs/integrations.md's table of hosts says what `config` does: a host
+/// whose project scope is "none" is refused `--scope project`, every other
+/// one gets it, and "fixed `--root`" in the user-scope column means the
+/// user entry names the root.
+#[test]
+fn the_hosts_table_in_the_docs_agrees_with_the_cli() {
+    let docs = std::fs::read_to_string(repo_dir().join("docs/integrations.md")).expect("read");
+    let hosts = [
+        ("Claude Code", "claude-code"),
+        ("Claude Desktop", "claude-desktop"),
+        ("Cursor", "cursor"),
+        ("VS Code", "vscode"),
+        ("Codex CLI", "codex"),
+        ("Gemini CLI", "gemini"),
+        ("Windsurf", "windsurf"),
+        ("Zed", "zed"),
+        ("Cline", "cline"),
+        ("JetBrains AI Assistant", "jetbrains"),
+    ];
+    let root = dunce::canonicalize(demo_root()).expect("canonical root");
+    for (title, host) in hosts {
+        let row = docs
+            .lines()
+            .find(|line| line.starts_with(&format!("| {title} |")))
+            .unwrap_or_else(|| panic!("no table row for {title}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (project, user_root) = (cells[2], cells[4]);
+        let output = cli_command(&["config", host, "--scope", "project"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        assert_eq!(
+            output.status.success(),
+            !project.starts_with("none"),
+            "{title}: the docs say project scope is {project:?}; {output:?}"
+        );
+        let output = cli_command(&["config", host, "--scope", "user"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let (_, document) = text.split_once("\n\n").expect("a document block");
+        assert_eq!(
+            document.contains("--root"),
+            user_root.starts_with("fixed `--root`"),
+            "{title}: the docs say the user root is {user_root:?}:\n{text}"
+        );
+    }
+}
+
+/// Where a script sends the reader in docs/install.md, that section exists.
+#[test]
+fn the_install_sections_scripts_point_at_exist() {
+    let install = std::fs::read_to_string(repo_dir().join("docs/install.md")).expect("read");
+    let script = "tests/support/podman.sh";
+    let text = std::fs::read_to_string(repo_dir().join(script)).expect("read script");
+    let section = text
+        .split("docs/install.md, \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("{script} names no docs/install.md section"));
+    assert!(
+        install
+            .lines()
+            .any(|line| line.starts_with('#') && line.trim_start_matches('#').trim() == section),
+        "docs/install.md has no section {section:?} ({script} points at it)"
+    );
+}
+
+/// README.md's "The two commands": exactly two, the second is what `.ci/run`
+/// runs, and the first one's server (what `cargo run --release --` starts)
+/// answers from the repository top on the documented arguments.
+#[tokio::test]
+async fn the_readmes_two_commands_are_what_ci_runs_and_the_server_answers() {
+    let readme = std::fs::read_to_string(repo_dir().join("README.md")).expect("read");
+    let section = readme
+        .split("## The two commands")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section named The two commands");
+    let commands: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release -- --root demo_project", "cargo test"]
+    );
+    let ci = std::fs::read_to_string(repo_dir().join(".ci/run")).expect("read .ci/run");
+    let test_runs: Vec<&str> = ci
+        .lines()
+        .filter(|line| line.trim_start().starts_with("cargo test"))
+        .collect();
+    assert_eq!(test_runs, ["cargo test"]);
+    let server_args: Vec<String> = commands[0]
+        .split_once(" -- ")
+        .expect("cargo run -- ARGS")
+        .1
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    start_and_call(
+        &binary().to_string_lossy(),
+        &server_args,
+        &repo_dir(),
+        &[],
+        None,
+    )
+    .await;
 }
