@@ -53,6 +53,17 @@ pub enum Command {
     Checks,
     /// Print the MCP config snippet for one host (Claude Code, Cursor, VS Code, Codex, ...) that starts this binary (or the container), and say which file and scope it belongs to
     Config(ConfigArgs),
+    /// Show or remove the search index kept on disk for the root (--root DIR, else the working directory)
+    #[command(subcommand)]
+    Index(IndexCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum IndexCommand {
+    /// Print where the root's index cache lives, its size and the files it covers
+    Status,
+    /// Remove the root's index cache (the next server rebuilds it)
+    Clear,
 }
 
 #[derive(Debug, Clone, Args)]

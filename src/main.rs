@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Checks) => report::print_checks(&config),
         Some(Command::Config(args)) => hosts::print_snippet(&args, &cli.server, &config),
+        Some(Command::Index(command)) => report::print_index_cache(command, &config),
         None => {
             if let Err(error) = logging::init(&config) {
                 eprintln!("mcp-project-helper: {error}");

@@ -59,6 +59,7 @@ impl Project {
             .unwrap_or_else(|| root.join("docs"));
         let docs = docs_folder(&gate, &docs_location, config);
         let model = TreeModel::new(&gate, &config.index);
+        model.keep_on_disk(&config.index_cache);
         Ok(Self {
             model,
             gate,

@@ -1,12 +1,15 @@
 //! `mcp-project-helper checks`: the checks that would be offered for the
-//! root, each with its program or why it is unavailable. Output for a
-//! person at a terminal, never for the protocol.
+//! root, each with its program or why it is unavailable; `index
+//! status|clear`: the root's index cache. Output for a person at a
+//! terminal, never for the protocol.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use crate::checks::{CheckCatalog, display_command};
+use crate::cli::IndexCommand;
 use crate::config::Config;
+use crate::index::cache;
 use crate::security::PathGate;
 
 pub fn print_checks(config: &Config) -> ExitCode {
@@ -24,6 +27,26 @@ pub fn print_checks(config: &Config) -> ExitCode {
     // A closed stdout (`checks | head`) is not worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), checks_report(&catalog).as_bytes());
     ExitCode::SUCCESS
+}
+
+pub fn print_index_cache(command: IndexCommand, config: &Config) -> ExitCode {
+    let report = config.root_or_working_dir().and_then(|root| {
+        match command {
+            IndexCommand::Status => cache::status(&config.index_cache, &root),
+            IndexCommand::Clear => cache::clear(&config.index_cache, &root),
+        }
+        .map_err(|error| error.to_string())
+    });
+    match report {
+        Ok(report) => {
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("mcp-project-helper: {error}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn checks_report(catalog: &CheckCatalog) -> String {

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each bench uses a different subset
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -136,6 +136,17 @@ pub fn initialize_request() -> Value {
 /// read.
 pub type LogLines = Arc<Mutex<Vec<(Instant, String)>>>;
 
+/// Where the benchmark's servers keep their index between sessions (never
+/// the user's cache folder); [`clear_index_cache`] empties it so that a
+/// measurement starts cold.
+pub fn index_cache_home() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-index-cache")
+}
+
+pub fn clear_index_cache() {
+    let _ = std::fs::remove_dir_all(index_cache_home());
+}
+
 /// The server binary driven over stdio with raw JSON-RPC lines.
 pub struct Session {
     child: Child,
@@ -170,6 +181,7 @@ impl Session {
             .arg("--root")
             .arg(root)
             .args(args)
+            .env("XDG_CACHE_HOME", index_cache_home())
             .env_remove("MCP_PROJECT_HELPER_ROOT")
             .env_remove("PROJECT_ROOT")
             .env_remove("MCP_PROJECT_HELPER_CONFIG")

@@ -278,6 +278,7 @@ pub(crate) mod fixtures {
             limits: Limits::default(),
             deny_globs: Vec::new(),
             index: Default::default(),
+            index_cache: Default::default(),
         }
     }
 

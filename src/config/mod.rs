@@ -66,11 +66,11 @@ pub struct Config {
     /// Extra deny globs, added to the built-in deny-list.
     pub deny_globs: Vec<String>,
     pub index: IndexConfig,
+    pub index_cache: IndexCacheConfig,
 }
 
 /// `[index]`: the in-memory model of the tree that makes search instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexConfig {
     pub enabled: bool,
     /// Above this the model is dropped and searches scan the tree.
@@ -79,8 +79,32 @@ pub struct IndexConfig {
     /// off, every call re-checks the tree, as on a file system that has
     /// none. Not a file key: set by [`WATCH_ENV`], so tests can prove the
     /// fallback.
-    #[serde(skip)]
     pub change_notifications: bool,
+}
+
+/// `[index]` keys for the index kept on disk between sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexCacheConfig {
+    /// `false`: the index lives in memory only.
+    pub persist: bool,
+    /// Where the per-root cache folders live; `None`: the user's cache
+    /// folder (`$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches`,
+    /// `%LOCALAPPDATA%`) plus `mcp-project-helper`.
+    pub cache_dir: Option<PathBuf>,
+    /// Above this, the least recently used other roots' folders go.
+    pub max_disk_mb: u64,
+}
+
+pub const DEFAULT_MAX_DISK_MB: u64 = 2048;
+
+impl Default for IndexCacheConfig {
+    fn default() -> Self {
+        Self {
+            persist: true,
+            cache_dir: None,
+            max_disk_mb: DEFAULT_MAX_DISK_MB,
+        }
+    }
 }
 
 impl Default for IndexConfig {
@@ -242,8 +266,9 @@ impl Config {
             deny_globs: file.deny.globs,
             index: IndexConfig {
                 change_notifications: notifications_enabled(std::env::var_os(WATCH_ENV).as_deref()),
-                ..file.index
+                ..file.index.index()
             },
+            index_cache: file.index.cache(),
         })
     }
 }

@@ -16,7 +16,57 @@ pub(super) struct OperatorFile {
     #[serde(default)]
     pub(super) deny: DenyEntry,
     #[serde(default)]
-    pub(super) index: IndexConfig,
+    pub(super) index: IndexEntry,
+}
+
+/// The `[index]` table as written: the in-memory model's keys and the
+/// cache's, split into [`IndexConfig`] and [`IndexCacheConfig`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct IndexEntry {
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+    max_memory_mb: Option<u64>,
+    #[serde(default = "enabled_by_default")]
+    persist: bool,
+    cache_dir: Option<PathBuf>,
+    max_disk_mb: Option<u64>,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+impl Default for IndexEntry {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_memory_mb: None,
+            persist: true,
+            cache_dir: None,
+            max_disk_mb: None,
+        }
+    }
+}
+
+impl IndexEntry {
+    pub(super) fn index(&self) -> IndexConfig {
+        IndexConfig {
+            enabled: self.enabled,
+            max_memory_mb: self
+                .max_memory_mb
+                .unwrap_or(IndexConfig::default().max_memory_mb),
+            ..IndexConfig::default()
+        }
+    }
+
+    pub(super) fn cache(&self) -> IndexCacheConfig {
+        IndexCacheConfig {
+            persist: self.persist,
+            cache_dir: self.cache_dir.clone(),
+            max_disk_mb: self.max_disk_mb.unwrap_or(DEFAULT_MAX_DISK_MB),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -126,8 +176,19 @@ impl OperatorFile {
         if self.limits.output_chars == Some(0) {
             return Err("key limits.output_chars: must be at least 1".to_string());
         }
-        if self.index.max_memory_mb == 0 {
+        if self.index.max_memory_mb == Some(0) {
             return Err("key index.max_memory_mb: must be at least 1".to_string());
+        }
+        if self.index.max_disk_mb == Some(0) {
+            return Err("key index.max_disk_mb: must be at least 1 (to keep the index in memory only, set index.persist = false)".to_string());
+        }
+        if let Some(dir) = &self.index.cache_dir
+            && !dir.is_absolute()
+        {
+            return Err(format!(
+                "key index.cache_dir: {} is relative; give an absolute folder",
+                dir.display()
+            ));
         }
         if self.deny.globs.len() > MAX_DENY_GLOBS {
             return Err(format!(
@@ -479,10 +540,14 @@ globs = ["*.secret", "private/**"]
 
     #[test]
     fn index_section_defaults_and_validation() {
-        assert_eq!(parse("").unwrap().index, IndexConfig::default());
+        assert_eq!(parse("").unwrap().index.index(), IndexConfig::default());
+        assert_eq!(
+            parse("").unwrap().index.cache(),
+            IndexCacheConfig::default()
+        );
         let file = parse("[index]\nenabled = false\nmax_memory_mb = 64\n").unwrap();
         assert_eq!(
-            file.index,
+            file.index.index(),
             IndexConfig {
                 enabled: false,
                 max_memory_mb: 64,
@@ -493,6 +558,7 @@ globs = ["*.secret", "private/**"]
             parse("[index]\nenabled = false\n")
                 .unwrap()
                 .index
+                .index()
                 .max_memory_mb,
             256
         );
@@ -505,6 +571,29 @@ globs = ["*.secret", "private/**"]
         );
         let wrong = parse("[index]\nenabled = \"yes\"\n").unwrap_err();
         assert!(wrong.contains("line 2"), "{wrong}");
+    }
+
+    #[test]
+    fn index_cache_keys_and_validation() {
+        let file =
+            parse("[index]\npersist = false\ncache_dir = \"/var/cache/x\"\nmax_disk_mb = 10\n")
+                .unwrap();
+        assert_eq!(
+            file.index.cache(),
+            IndexCacheConfig {
+                persist: false,
+                cache_dir: Some(PathBuf::from("/var/cache/x")),
+                max_disk_mb: 10
+            }
+        );
+        assert!(file.index.index().enabled);
+        let relative = parse("[index]\ncache_dir = \"cache\"\n").unwrap_err();
+        assert!(
+            relative.contains("index.cache_dir") && relative.contains("absolute"),
+            "{relative}"
+        );
+        let zero = parse("[index]\nmax_disk_mb = 0\n").unwrap_err();
+        assert!(zero.contains("index.max_disk_mb"), "{zero}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use super::ngram::GramFilter;
 use super::plan::Query;
-use super::postings::Shard;
+use super::postings::{PostingLists, Shard};
+use super::segment::Segment;
 use super::tree::PathKey;
 use crate::walk::Stamp;
 
@@ -20,7 +21,7 @@ pub(super) const NAME_BYTES: usize = 56;
 /// beside it.
 #[derive(Default)]
 pub(super) struct BaseIndex {
-    pub(super) shard: Shard,
+    pub(super) shard: BasePostings,
     /// The first name of each id.
     pub(super) names: Vec<BaseName>,
     /// The other names of files indexed under a first name, in path order.
@@ -32,6 +33,62 @@ pub(super) struct BaseIndex {
     /// The id table and the filters, in bytes, counted as they grow.
     pub(super) key_bytes: usize,
     pub(super) filter_bytes: usize,
+}
+
+/// The base's posting lists: built in memory, or mapped from the cache.
+pub(super) enum BasePostings {
+    Built(Shard),
+    Mapped(Segment),
+}
+
+impl Default for BasePostings {
+    fn default() -> Self {
+        BasePostings::Built(Shard::default())
+    }
+}
+
+impl BasePostings {
+    /// Heap bytes (a segment's mapped pages are the kernel's to keep or drop).
+    fn bytes(&self) -> usize {
+        match self {
+            BasePostings::Built(shard) => shard.bytes(),
+            BasePostings::Mapped(_) => 0,
+        }
+    }
+}
+
+/// A segment passed every check when it was opened; a list that still
+/// fails to decode makes every file a candidate, never none.
+impl PostingLists for BasePostings {
+    fn id_range(&self) -> std::ops::Range<u32> {
+        match self {
+            BasePostings::Built(shard) => shard.id_range(),
+            BasePostings::Mapped(segment) => 0..segment.file_count(),
+        }
+    }
+
+    fn postings(&self, key: u32) -> Vec<u32> {
+        match self {
+            BasePostings::Built(shard) => shard.postings(key),
+            BasePostings::Mapped(segment) => segment
+                .postings(key)
+                .unwrap_or_else(|_| self.id_range().collect()),
+        }
+    }
+
+    fn list_bytes(&self, key: u32) -> usize {
+        match self {
+            BasePostings::Built(shard) => shard.list_bytes(key),
+            BasePostings::Mapped(segment) => segment.list_bytes(key),
+        }
+    }
+
+    fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
+        match self {
+            BasePostings::Built(shard) => shard.retain_holding(key, ids),
+            BasePostings::Mapped(segment) => segment.retain_holding(key, ids),
+        }
+    }
 }
 
 /// A name of a base file, with what a listing of it needs: the file list

@@ -7,12 +7,15 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::base::BaseIndex;
+use super::base::{BaseIndex, BasePostings};
+use super::cache::RootCache;
 use super::indexer::Indexer;
 use super::live::Live;
 use super::ngram::{FileGrams, GramFilter};
 use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
+use super::restore::{Restored, restore};
+use super::save::save;
 use super::tree::{Content, Tree};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
@@ -46,13 +49,25 @@ pub(super) fn return_freed_memory() {
 }
 
 /// The build yields the CPU to tool calls: the first search of a session
-/// must not wait for it, even while it walks the file list.
+/// must not wait for it, even while it walks the file list. The lowest
+/// priority each platform offers a thread: nice 19 on Linux, background
+/// mode (lower CPU and I/O priority) on Windows.
 pub(super) fn lower_priority() {
     // On Linux the calling process's id (`None`) names the calling thread
     // alone. Failing leaves the build at normal priority, which is correct,
     // only slower for the first calls.
     #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(None, 10);
+    let _ = rustix::process::setpriority_process(None, 19);
+    #[cfg(windows)]
+    // SAFETY: GetCurrentThread returns a pseudo handle of the calling
+    // thread, which SetThreadPriority only reads. Failing leaves the build
+    // at normal priority, as above.
+    unsafe {
+        use windows_sys::Win32::System::Threading::{
+            GetCurrentThread, SetThreadPriority, THREAD_MODE_BACKGROUND_BEGIN,
+        };
+        SetThreadPriority(GetCurrentThread(), THREAD_MODE_BACKGROUND_BEGIN);
+    }
 }
 
 /// Changes inside skipped folders (`target`, `node_modules` …) never reach
@@ -79,15 +94,30 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 pub(super) fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
-    let (live, listed) = list(shared, &mut pacer)?;
+    let (mut live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms",
         live.tree.entry_count(),
         started.elapsed().as_millis()
     );
     let list_bytes = live.bytes();
+    let cache = shared.cache.get();
+    if let Some((cache, budget)) = cache
+        && let Some(restored) = restore(cache, &mut live)
+    {
+        let from_cache = FromCache {
+            cache,
+            budget: *budget,
+            restored,
+            started,
+        };
+        return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
+    }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     let indexed = index_contents(shared, &mut pacer, listed, list_bytes)?;
+    if let Some((cache, budget)) = cache {
+        save(cache, &indexed, *budget);
+    }
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
         return None;
@@ -118,6 +148,100 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     );
     drop(state);
     return_freed_memory();
+    Some(())
+}
+
+/// The segment a build starts from.
+struct FromCache<'a> {
+    cache: &'a RootCache,
+    budget: u64,
+    restored: Restored,
+    started: Instant,
+}
+
+/// Files read and adopted at a time while the segment already serves.
+const ADOPT_BATCH: usize = 256;
+
+/// Serves `live` (its base the cache's segment) at once, then reads the
+/// files the segment does not know in their current version, a batch at a
+/// time (until then they are candidates), and writes the segment again
+/// when it is out of date. `None` when cancelled or over the memory limit.
+fn serve_from_cache(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    mut live: Live,
+    listed: Listed,
+    from_cache: FromCache,
+) -> Option<()> {
+    if !live.fits(shared.limit_bytes) {
+        tracing::info!(
+            "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
+            live.bytes() / (1024 * 1024)
+        );
+        return None;
+    }
+    let to_read: Vec<String> = listed
+        .files
+        .iter()
+        .filter(|relative| {
+            live.tree
+                .get(relative)
+                .is_some_and(|(_, node)| matches!(node.content, Content::Always))
+        })
+        .cloned()
+        .collect();
+    let root = shared.gate.root();
+    tracing::debug!(
+        "index: serving from the cache after {} ms; {} changed or new files to read",
+        from_cache.started.elapsed().as_millis(),
+        to_read.len()
+    );
+    *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    let mut indexer = Indexer::default();
+    let mut batch = Vec::with_capacity(ADOPT_BATCH);
+    for (at, relative) in to_read.iter().enumerate() {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        pacer.yield_to_calls(shared);
+        let (stamp, settled, content) = indexer.read(&shared.gate, &root.join(relative));
+        if let Some(stamp) = stamp.filter(|_| settled) {
+            batch.push((relative, stamp, content));
+        }
+        if batch.len() == ADOPT_BATCH || at + 1 == to_read.len() {
+            let mut state = shared.state.lock().ok()?;
+            let State::Ready(live) = &mut *state else {
+                return None;
+            };
+            for (relative, stamp, content) in batch.drain(..) {
+                live.tree.adopt(relative, stamp, content);
+            }
+            if !live.fits(shared.limit_bytes) {
+                tracing::info!(
+                    "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
+                    live.bytes() / (1024 * 1024)
+                );
+                return None;
+            }
+        }
+    }
+    let held = match &*shared.state.lock().ok()? {
+        State::Ready(live) => live.bytes(),
+        _ => return None,
+    };
+    tracing::debug!(
+        "index ready: the cache's segment and {} files read cover the tree, in {} ms",
+        to_read.len(),
+        from_cache.started.elapsed().as_millis()
+    );
+    if from_cache.restored.is_stale(to_read.len()) {
+        // Written on the side, never installed: the next session starts
+        // from it. What the model holds counts against the limit too.
+        if let Some(indexed) = index_contents(shared, pacer, listed, held) {
+            save(from_cache.cache, &indexed, from_cache.budget);
+        }
+        return_freed_memory();
+    }
     Some(())
 }
 
@@ -313,7 +437,7 @@ pub(super) fn index_contents(
     drop(indexer);
     drop(linked);
     // One lookup per trigram at query time instead of one per part.
-    base.shard = Shard::merge(parts);
+    base.shard = BasePostings::Built(Shard::merge(parts));
     base.seal();
     Some(Indexed {
         base,

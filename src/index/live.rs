@@ -8,7 +8,7 @@ use super::base::BaseIndex;
 use super::build::log_filters_left_out;
 use super::indexer::Indexer;
 use super::plan::Query;
-use super::postings::{PostingCache, evaluate};
+use super::postings::{PostingCache, PostingLists, evaluate};
 use super::tree::{self, Content, PathKey, Tree, depth};
 use super::watch::ChangeWatcher;
 use crate::walk::{Entry, EntryKind};

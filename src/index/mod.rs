@@ -17,12 +17,16 @@
 
 mod base;
 mod build;
+pub mod cache;
 mod indexer;
 mod live;
 mod ngram;
 mod pacer;
 mod plan;
 mod postings;
+mod restore;
+mod save;
+pub mod segment;
 #[cfg(test)]
 mod testing;
 mod tree;
@@ -31,7 +35,7 @@ pub mod watch;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_syntax::hir::Hir;
 
@@ -40,7 +44,9 @@ use live::{Found, Live};
 use tree::{PathKey, depth};
 use watch::Changes;
 
-use crate::config::IndexConfig;
+use cache::RootCache;
+
+use crate::config::{IndexCacheConfig, IndexConfig};
 use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry};
 
@@ -77,6 +83,9 @@ struct Shared {
     building: AtomicBool,
     /// Tool calls in progress: the build pauses while there are any.
     calls: AtomicUsize,
+    /// Where the index is kept between sessions, and the disk budget of
+    /// all roots' folders in bytes; unset: in memory only.
+    cache: OnceLock<(RootCache, u64)>,
 }
 
 /// Held for the length of a tool call (see [`TreeModel::busy`]).
@@ -135,10 +144,26 @@ impl TreeModel {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(config.enabled),
             calls: AtomicUsize::new(0),
+            cache: OnceLock::new(),
         });
         Self {
             shared,
             started: AtomicBool::new(!config.enabled),
+        }
+    }
+
+    /// Keeps the index on disk between sessions as `config` says: the
+    /// build starts from the root's committed segment and writes its own.
+    /// Call before [`TreeModel::start`]. A cache that cannot be used (off,
+    /// no cache folder, inside the root) leaves the index in memory.
+    pub fn keep_on_disk(&self, config: &IndexCacheConfig) {
+        match RootCache::locate(config, self.shared.gate.root()) {
+            Ok(cache) => {
+                tracing::debug!("index cache: {}", cache.folder().display());
+                let budget = config.max_disk_mb.saturating_mul(1024 * 1024);
+                let _ = self.shared.cache.set((cache, budget));
+            }
+            Err(error) => tracing::debug!("index cache not used: {error}"),
         }
     }
 
@@ -190,6 +215,7 @@ impl TreeModel {
                 cancelled: AtomicBool::new(false),
                 building: AtomicBool::new(false),
                 calls: AtomicUsize::new(0),
+                cache: OnceLock::new(),
             }),
             started: AtomicBool::new(true),
         }

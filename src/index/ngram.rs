@@ -222,6 +222,35 @@ impl GramFilter {
         }
     }
 
+    /// Its case mode as a number and its bits, as the cache keeps them.
+    pub fn parts(&self) -> (u8, &[u64]) {
+        let case = match self.case {
+            FilterCase::Folded => 0,
+            FilterCase::NoUpperCase => 1,
+            FilterCase::Exact => 2,
+        };
+        (case, &self.words)
+    }
+
+    /// The filter [`GramFilter::parts`] gave: `words` little-endian, a
+    /// power of two of them; `None` for anything else.
+    pub fn from_parts(case: u8, words: &[u8]) -> Option<GramFilter> {
+        let case = match case {
+            0 => FilterCase::Folded,
+            1 => FilterCase::NoUpperCase,
+            2 => FilterCase::Exact,
+            _ => return None,
+        };
+        if !words.len().is_multiple_of(8) || !(words.len() / 8).is_power_of_two() {
+            return None;
+        }
+        let words = words
+            .chunks_exact(8)
+            .map(|word| u64::from_le_bytes(word.try_into().unwrap_or_default()))
+            .collect();
+        Some(GramFilter { words, case })
+    }
+
     /// Its bits and its handle, in bytes.
     pub fn bytes(&self) -> usize {
         self.words.len() * 8 + std::mem::size_of::<GramFilter>()

@@ -398,8 +398,51 @@ pub struct PostingCache {
     lists: HashMap<u32, std::rc::Rc<Vec<u32>>>,
 }
 
+/// What a query is evaluated against: the shard the build made in memory,
+/// or a segment mapped from the cache.
+pub trait PostingLists {
+    /// The ids of every file, in order.
+    fn id_range(&self) -> std::ops::Range<u32>;
+    /// The ids of the files that may contain `key`, sorted.
+    fn postings(&self, key: u32) -> Vec<u32>;
+    /// What decoding `key`'s list costs, in bytes.
+    fn list_bytes(&self, key: u32) -> usize;
+    /// Keeps the `ids` (sorted) whose files may hold `key`.
+    fn retain_holding(&self, key: u32, ids: &mut Vec<u32>);
+}
+
+impl PostingLists for Shard {
+    fn id_range(&self) -> std::ops::Range<u32> {
+        Shard::id_range(self)
+    }
+    fn postings(&self, key: u32) -> Vec<u32> {
+        Shard::postings(self, key)
+    }
+    fn list_bytes(&self, key: u32) -> usize {
+        Shard::list_bytes(self, key)
+    }
+    fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
+        Shard::retain_holding(self, key, ids);
+    }
+}
+
+impl Shard {
+    /// Every trigram's posting list, trigrams in increasing order.
+    pub fn lists(&self) -> impl Iterator<Item = (u32, Vec<u32>)> + '_ {
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(move |(high, group)| {
+                group.keys.iter().map(move |&low| {
+                    let key = ((high as u32) << 16) | u32::from(low);
+                    (key, self.postings(key))
+                })
+            })
+    }
+}
+
 impl PostingCache {
-    pub fn get(&mut self, shard: &Shard, key: u32) -> std::rc::Rc<Vec<u32>> {
+    pub fn get(&mut self, shard: &impl PostingLists, key: u32) -> std::rc::Rc<Vec<u32>> {
         self.lists
             .entry(key)
             .or_insert_with(|| std::rc::Rc::new(shard.postings(key)))
@@ -408,7 +451,11 @@ impl PostingCache {
 }
 
 /// The ids in `shard` whose trigrams satisfy `query`, sorted; `None` for all.
-pub fn evaluate(query: &Query, shard: &Shard, cache: &mut PostingCache) -> Option<Vec<u32>> {
+pub fn evaluate(
+    query: &Query,
+    shard: &impl PostingLists,
+    cache: &mut PostingCache,
+) -> Option<Vec<u32>> {
     match query {
         Query::All => None,
         Query::Nothing => Some(Vec::new()),

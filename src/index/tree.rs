@@ -924,6 +924,7 @@ mod tests {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(true),
             calls: AtomicUsize::new(0),
+            cache: std::sync::OnceLock::new(),
         };
         let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
         let root = gate.root().to_path_buf();

@@ -57,6 +57,43 @@ impl Stamp {
         }
     }
 
+    /// Bytes of [`Stamp::to_bytes`].
+    pub const BYTES: usize = 68;
+
+    /// The stamp as the on-disk index keeps it (little-endian fields).
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut out = [0u8; Self::BYTES];
+        out[0..8].copy_from_slice(&self.len.to_le_bytes());
+        out[8..24].copy_from_slice(&self.modified.to_le_bytes());
+        out[24..40].copy_from_slice(&self.changed.to_le_bytes());
+        out[40..48].copy_from_slice(&self.inode.to_le_bytes());
+        out[48..56].copy_from_slice(&self.device.to_le_bytes());
+        out[56..60].copy_from_slice(&self.mode.to_le_bytes());
+        out[60..68].copy_from_slice(&self.links.to_le_bytes());
+        out
+    }
+
+    /// The stamp [`Stamp::to_bytes`] wrote. Any bytes make some stamp; a
+    /// damaged one makes its file look changed.
+    pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> Self {
+        let field = |range: std::ops::Range<usize>| &bytes[range];
+        let u64_at = |start: usize| {
+            u64::from_le_bytes(field(start..start + 8).try_into().unwrap_or_default())
+        };
+        let i128_at = |start: usize| {
+            i128::from_le_bytes(field(start..start + 16).try_into().unwrap_or_default())
+        };
+        Self {
+            len: u64_at(0),
+            modified: i128_at(8),
+            changed: i128_at(24),
+            inode: u64_at(40),
+            device: u64_at(48),
+            mode: u32::from_le_bytes(field(56..60).try_into().unwrap_or_default()),
+            links: u64_at(60),
+        }
+    }
+
     /// The stamp of a file opened with `metadata`.
     #[cfg(unix)]
     pub fn of_open(_file: &File, metadata: &Metadata) -> Self {

@@ -13,6 +13,7 @@ mod docs;
 mod freshness;
 mod gate;
 mod index;
+mod index_cache;
 mod list_find;
 mod packaging;
 mod process;

@@ -42,6 +42,13 @@ pub const SETTINGS_ENV: [&str; 7] = [
     "MCP_PROJECT_HELPER_WATCH",
 ];
 
+/// Where the servers the tests start keep their index cache: never the
+/// user's own cache folder. Shared by every test, as a user's is by every
+/// session: answers must be exact whatever an earlier server left there.
+pub fn test_cache_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("index-cache")
+}
+
 /// The server's command with a clean environment. `root: None` leaves the
 /// root to the client's roots or the working directory.
 pub fn server_command(root: Option<&Path>, args: &[&str]) -> Command {
@@ -49,7 +56,7 @@ pub fn server_command(root: Option<&Path>, args: &[&str]) -> Command {
     if let Some(root) = root {
         command.arg("--root").arg(root);
     }
-    command.args(args);
+    command.args(args).env("XDG_CACHE_HOME", test_cache_home());
     for name in SETTINGS_ENV {
         command.env_remove(name);
     }
@@ -60,7 +67,10 @@ pub fn server_command(root: Option<&Path>, args: &[&str]) -> Command {
 /// environment and no stdin.
 pub fn cli_command(args: &[&str]) -> std::process::Command {
     let mut command = std::process::Command::new(binary());
-    command.args(args).stdin(Stdio::null());
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .env("XDG_CACHE_HOME", test_cache_home());
     for name in SETTINGS_ENV {
         command.env_remove(name);
     }

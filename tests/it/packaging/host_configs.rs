@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{SETTINGS_ENV, Server, binary, cli_command, copy_dir, demo_root, repo_dir};
+use crate::common::{
+    SETTINGS_ENV, Server, binary, cli_command, copy_dir, demo_root, repo_dir, test_cache_home,
+};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -111,6 +113,7 @@ async fn start_and_call(
     cmd.args(args)
         .current_dir(cwd)
         .env("PATH", path_with_binary())
+        .env("XDG_CACHE_HOME", test_cache_home())
         .env_remove("CLAUDE_PROJECT_DIR");
     for name in SETTINGS_ENV {
         cmd.env_remove(name);

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 #[cfg(unix)]
 use {
     crate::common::host_cli::host_cli,
-    crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root},
+    crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root, test_cache_home},
     rmcp::ServiceExt,
     rmcp::transport::TokioChildProcess,
     std::path::{Path, PathBuf},
@@ -131,7 +131,10 @@ async fn bundle_validates_packs_unpacks_and_serves_the_chosen_folder() {
         .map(|a| substitute(a.as_str().expect("string arg"), &unpacked, &project))
         .collect();
     let mut command = Command::new(&program);
-    command.args(&args).current_dir(work.path());
+    command
+        .args(&args)
+        .current_dir(work.path())
+        .env("XDG_CACHE_HOME", test_cache_home());
     for name in SETTINGS_ENV {
         command.env_remove(name);
     }

@@ -1,0 +1,462 @@
+//! Where the index is kept between sessions: one folder per canonical
+//! project root inside the user's cache folder (or `[index] cache_dir`),
+//! never inside the root. A folder holds committed segments, the manifest
+//! that names them, a lock file and a mark of its last use.
+//!
+//! One writer at a time holds the lock; it writes new segments, then
+//! commits them by replacing the manifest atomically. Readers need no
+//! lock: they read the manifest and map the segments it names, which are
+//! never changed once written, so a server killed at any moment leaves
+//! the previous manifest and its segments in place. Segments no manifest
+//! names any more are removed by the next writer.
+
+mod evict;
+pub mod private;
+mod status;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+pub use evict::evict_over_budget;
+pub use status::{clear, status};
+
+use super::segment::{FileRecord, Segment, SegmentError, write_segment};
+use crate::config::IndexCacheConfig;
+
+/// The folder inside the user's cache folder.
+pub const APP_FOLDER: &str = "mcp-project-helper";
+const MANIFEST: &str = "manifest";
+const LOCK: &str = "lock";
+const USED: &str = "used";
+const MANIFEST_FIRST_LINE: &str = "mcp-project-helper index 1";
+/// A manifest longer than this is damaged (it names a few segments).
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+const MAX_SEGMENT_NAME: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("the index is kept in memory only ([index] persist = false)")]
+    Off,
+    #[error(
+        "no cache folder: none of XDG_CACHE_HOME, HOME or LOCALAPPDATA is set; set [index] cache_dir"
+    )]
+    NoCacheFolder,
+    #[error(
+        "the cache folder {0} lies inside the project root; the index is never kept there: set [index] cache_dir elsewhere"
+    )]
+    InsideRoot(PathBuf),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("manifest damaged: {0}")]
+    Manifest(&'static str),
+    #[error("{path}: {source}")]
+    Segment { path: PathBuf, source: SegmentError },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
+    move |source| CacheError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The folder that holds every root's cache folder.
+pub fn base_folder(config: &IndexCacheConfig) -> Result<PathBuf, CacheError> {
+    if !config.persist {
+        return Err(CacheError::Off);
+    }
+    if let Some(dir) = &config.cache_dir {
+        return Ok(dir.clone());
+    }
+    // XDG_CACHE_HOME wins wherever it is set (a user who sets it on macOS
+    // or Windows means it), then %LOCALAPPDATA% as the variable says, then
+    // the platform's own answer.
+    let from_env = |name| std::env::var_os(name).map(PathBuf::from);
+    from_env("XDG_CACHE_HOME")
+        .or_else(|| cfg!(windows).then(|| from_env("LOCALAPPDATA")).flatten())
+        .filter(|dir| dir.is_absolute())
+        .or_else(dirs::cache_dir)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(APP_FOLDER))
+        .ok_or(CacheError::NoCacheFolder)
+}
+
+/// A root's folder name: its last component, made safe and short, for
+/// the reader, then a hash of the whole canonical path.
+pub fn folder_name(root: &Path) -> String {
+    let readable: String = root
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect();
+    let hash = Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let hex: String = hash[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!(
+        "{}-{hex}",
+        if readable.is_empty() {
+            "root"
+        } else {
+            &readable
+        }
+    )
+}
+
+/// Whether `name` is a folder [`folder_name`] could have made.
+fn is_folder_name(name: &str) -> bool {
+    name.rsplit_once('-').is_some_and(|(readable, hex)| {
+        !readable.is_empty()
+            && readable.len() <= 32
+            && hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    })
+}
+
+/// One root's cache folder.
+#[derive(Debug, Clone)]
+pub struct RootCache {
+    folder: PathBuf,
+    /// The canonical root, as segments record it.
+    root: String,
+}
+
+/// The writer's lock, released when dropped (closing the file releases it,
+/// also when the process is killed).
+#[derive(Debug)]
+pub struct WriterLock {
+    _file: File,
+}
+
+impl RootCache {
+    /// Where the cache of `root` (canonical) lives; nothing is created.
+    pub fn locate(config: &IndexCacheConfig, root: &Path) -> Result<RootCache, CacheError> {
+        let base = base_folder(config)?;
+        let folder = base.join(folder_name(root));
+        if resolved(&folder).starts_with(root) {
+            return Err(CacheError::InsideRoot(folder));
+        }
+        Ok(RootCache {
+            folder,
+            root: root.to_string_lossy().into_owned(),
+        })
+    }
+
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// Creates the folder and the base folder, the user's alone; both must
+    /// be real folders of the user's (the base's own parent, such as
+    /// `~/.cache`, may be a link).
+    pub fn create(&self) -> Result<(), CacheError> {
+        if let Some(base) = self.folder.parent() {
+            private::create_folder(base).map_err(io_error(base))?;
+        }
+        private::create_folder(&self.folder).map_err(io_error(&self.folder))
+    }
+
+    /// The writer's lock, or `None` while another server holds it.
+    pub fn try_lock_writer(&self) -> Result<Option<WriterLock>, CacheError> {
+        let path = self.folder.join(LOCK);
+        let file = private::open_kept_file(&path).map_err(io_error(&path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(WriterLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(error)) => Err(io_error(&path)(error)),
+        }
+    }
+
+    /// Records that a server used this folder now (eviction goes by it).
+    pub fn mark_used(&self) -> Result<(), CacheError> {
+        let path = self.folder.join(USED);
+        private::open_kept_file(&path)
+            .and_then(|file| file.set_modified(std::time::SystemTime::now()))
+            .map_err(io_error(&path))
+    }
+
+    /// The segments the manifest names, oldest first; none when there is
+    /// no manifest yet.
+    pub fn committed(&self) -> Result<Vec<String>, CacheError> {
+        let path = self.folder.join(MANIFEST);
+        let file = match open_no_follow(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(io_error(&path)(error)),
+        };
+        let mut text = String::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|_| CacheError::Manifest("not UTF-8 text"))?;
+        if text.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(CacheError::Manifest("too long"));
+        }
+        parse_manifest(&text)
+    }
+
+    /// Maps and checks the committed segment `name`.
+    pub fn open_segment(&self, name: &str) -> Result<Segment, CacheError> {
+        let path = self.folder.join(name);
+        Segment::open(&path, &self.root).map_err(|source| CacheError::Segment { path, source })
+    }
+
+    /// Writes a new segment (not yet committed) and returns its name.
+    pub fn write_segment(
+        &self,
+        _lock: &WriterLock,
+        files: &[FileRecord],
+        postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
+    ) -> Result<String, CacheError> {
+        let name = new_segment_name();
+        write_segment(&self.folder, &name, &self.root, files, postings).map_err(|source| {
+            CacheError::Segment {
+                path: self.folder.join(&name),
+                source,
+            }
+        })?;
+        Ok(name)
+    }
+
+    /// Makes `segments` the committed set, then removes the segments and
+    /// temporary files no manifest names (those a killed writer left).
+    /// A reader that still maps a removed one keeps its pages (on Windows,
+    /// where a mapped file cannot be removed, it goes at a later commit).
+    pub fn commit(&self, _lock: &WriterLock, segments: &[String]) -> Result<(), CacheError> {
+        let mut text = format!("{MANIFEST_FIRST_LINE}\n");
+        for name in segments {
+            if !is_segment_name(name) {
+                return Err(CacheError::Manifest(
+                    "a segment name this program never makes",
+                ));
+            }
+            text.push_str(&format!("segment {name}\n"));
+        }
+        text.push_str(&format!("check {:08x}\n", crc32fast::hash(text.as_bytes())));
+        private::write_atomically(&self.folder, MANIFEST, text.as_bytes())
+            .map_err(io_error(&self.folder))?;
+        let entries = std::fs::read_dir(&self.folder).map_err(io_error(&self.folder))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let stale = (is_segment_name(&name) && !segments.iter().any(|kept| *kept == name))
+                || (name.starts_with('.') && name.ends_with(".tmp"));
+            if stale {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` with its longest existing prefix resolved (links and all), so
+/// that a cache folder reached through a link into the root is caught.
+fn resolved(path: &Path) -> PathBuf {
+    for ancestor in path.ancestors() {
+        if let Ok(canonical) = dunce::canonicalize(ancestor) {
+            let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
+            return canonical.join(rest);
+        }
+    }
+    path.to_path_buf()
+}
+
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    options.open(path)
+}
+
+fn new_segment_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!("seg-{nanos:x}-{}.idx", std::process::id())
+}
+
+fn is_segment_name(name: &str) -> bool {
+    name.len() <= MAX_SEGMENT_NAME
+        && name
+            .strip_prefix("seg-")
+            .and_then(|rest| rest.strip_suffix(".idx"))
+            .is_some_and(|middle| {
+                !middle.is_empty()
+                    && middle
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b) || b == b'-')
+            })
+}
+
+fn parse_manifest(text: &str) -> Result<Vec<String>, CacheError> {
+    let body_end = text
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map(|at| at + 1)
+        .ok_or(CacheError::Manifest("too short"))?;
+    let (body, check) = text.split_at(body_end);
+    let expected = format!("check {:08x}\n", crc32fast::hash(body.as_bytes()));
+    if check != expected {
+        return Err(CacheError::Manifest("checksum"));
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(MANIFEST_FIRST_LINE) {
+        return Err(CacheError::Manifest("unknown version"));
+    }
+    lines
+        .map(|line| {
+            line.strip_prefix("segment ")
+                .filter(|name| is_segment_name(name))
+                .map(str::to_string)
+                .ok_or(CacheError::Manifest("a line that names no segment"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walk::Stamp;
+
+    pub(super) fn config_in(dir: &Path) -> IndexCacheConfig {
+        IndexCacheConfig {
+            cache_dir: Some(dir.to_path_buf()),
+            ..IndexCacheConfig::default()
+        }
+    }
+
+    /// A committed cache of `root` with one segment of `names`.
+    pub(super) fn committed_cache(
+        config: &IndexCacheConfig,
+        root: &Path,
+        names: &[&str],
+    ) -> RootCache {
+        let cache = RootCache::locate(config, root).unwrap();
+        cache.create().unwrap();
+        let lock = cache.try_lock_writer().unwrap().unwrap();
+        let stamp = Stamp::of(&std::fs::metadata(root).unwrap());
+        let files: Vec<FileRecord> = names
+            .iter()
+            .map(|name| FileRecord {
+                name,
+                stamp,
+                filter: None,
+            })
+            .collect();
+        let ids: Vec<u32> = (0..names.len() as u32).collect();
+        let segment = cache.write_segment(&lock, &files, [(42, ids)]).unwrap();
+        cache.commit(&lock, &[segment]).unwrap();
+        cache
+    }
+
+    #[test]
+    fn folder_names_are_readable_distinct_and_recognised() {
+        let a = folder_name(Path::new("/home/me/my project"));
+        let b = folder_name(Path::new("/home/you/my project"));
+        assert!(a.starts_with("my_project-"), "{a}");
+        assert_ne!(a, b);
+        assert!(is_folder_name(&a) && is_folder_name(&folder_name(Path::new("/"))));
+        assert!(!is_folder_name("Documents") && !is_folder_name("x-0123"));
+    }
+
+    #[test]
+    fn the_cache_never_lives_inside_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(root.path()).unwrap();
+        let config = config_in(&root.join("cache"));
+        assert!(matches!(
+            RootCache::locate(&config, &root),
+            Err(CacheError::InsideRoot(_))
+        ));
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().unwrap();
+            let link = outside.path().join("link");
+            std::os::unix::fs::symlink(&root, &link).unwrap();
+            assert!(matches!(
+                RootCache::locate(&config_in(&link), &root),
+                Err(CacheError::InsideRoot(_))
+            ));
+        }
+        let off = IndexCacheConfig {
+            persist: false,
+            ..config_in(Path::new("/elsewhere"))
+        };
+        assert!(matches!(
+            RootCache::locate(&off, &root),
+            Err(CacheError::Off)
+        ));
+    }
+
+    #[test]
+    fn a_commit_is_what_readers_see_and_stale_segments_go() {
+        let (cache_dir, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let config = config_in(cache_dir.path());
+        let cache = committed_cache(&config, root.path(), &["a", "b"]);
+        let committed = cache.committed().unwrap();
+        assert_eq!(committed.len(), 1);
+        let segment = cache.open_segment(&committed[0]).unwrap();
+        assert_eq!(segment.postings(42).unwrap(), vec![0, 1]);
+        // A killed writer's leftovers: a temporary file and an uncommitted segment.
+        std::fs::write(cache.folder().join(".seg-1-2.idx.9.0.tmp"), b"half").unwrap();
+        std::fs::write(cache.folder().join("seg-1-2.idx"), b"junk").unwrap();
+        assert_eq!(cache.committed().unwrap(), committed);
+        let lock = cache.try_lock_writer().unwrap().unwrap();
+        cache.commit(&lock, &committed).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(cache.folder())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [LOCK, MANIFEST, committed[0].as_str()]);
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        let (cache_dir, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let cache = RootCache::locate(&config_in(cache_dir.path()), root.path()).unwrap();
+        cache.create().unwrap();
+        let first = cache.try_lock_writer().unwrap();
+        assert!(first.is_some());
+        assert!(cache.try_lock_writer().unwrap().is_none());
+        drop(first);
+        assert!(cache.try_lock_writer().unwrap().is_some());
+    }
+
+    #[test]
+    fn damaged_manifests_are_errors() {
+        let good = format!("{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx\n");
+        let sealed = format!("{good}check {:08x}\n", crc32fast::hash(good.as_bytes()));
+        assert_eq!(parse_manifest(&sealed).unwrap(), ["seg-1-2.idx"]);
+        for bad in [
+            String::new(),
+            good.clone(),
+            sealed.replace("seg-1", "seg-3"),
+            {
+                let body = format!("{MANIFEST_FIRST_LINE}\nsegment ../../etc/passwd\n");
+                format!("{body}check {:08x}\n", crc32fast::hash(body.as_bytes()))
+            },
+        ] {
+            assert!(parse_manifest(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

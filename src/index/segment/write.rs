@@ -1,0 +1,228 @@
+//! Writes a segment: to a new temporary file in the cache folder, synced,
+//! then renamed into place, so that no reader ever maps half a segment.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::format::{
+    BITMAP, HAS_FILTER, Header, LOOKUP_BYTES, MAX_NAME_BYTES, SECTIONS, Section, SegmentError,
+    Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, write_varint,
+};
+use crate::index::cache::private;
+use crate::walk::Stamp;
+
+/// One large file's Bloom filter: its case mode and its bits.
+#[derive(Debug, Clone, Copy)]
+pub struct FilterBits<'a> {
+    pub case: u8,
+    pub words: &'a [u64],
+}
+
+/// One file of the segment; its id is its position.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRecord<'a> {
+    /// Root-relative, `/`-separated.
+    pub name: &'a str,
+    pub stamp: Stamp,
+    pub filter: Option<FilterBits<'a>>,
+}
+
+/// Writes the segment of `files` (in strict path order) and `postings`
+/// (trigrams in increasing order, each with its files' ids, increasing) as
+/// `dir/file_name`, replacing any file of that name. Returns its path.
+pub fn write_segment(
+    dir: &Path,
+    file_name: &str,
+    root: &str,
+    files: &[FileRecord],
+    postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
+) -> Result<PathBuf, SegmentError> {
+    check_files(files)?;
+    let destination = dir.join(file_name);
+    let temporary = private::temporary_path(dir, file_name);
+    let file = private::create_new_file(&temporary)?;
+    let written = write_all(file, root, files, postings);
+    let committed = written.and_then(|file| {
+        file.sync_all()?;
+        drop(file);
+        private::replace(&temporary, &destination)?;
+        Ok(destination)
+    });
+    if committed.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    committed
+}
+
+fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
+    if u32::try_from(files.len()).is_err() {
+        return Err(SegmentError::Input("too many files"));
+    }
+    for (index, file) in files.iter().enumerate() {
+        if !is_valid_name(file.name) || file.name.len() > MAX_NAME_BYTES {
+            return Err(SegmentError::Input(
+                "a name that is not a root-relative path",
+            ));
+        }
+        if index > 0 && !in_path_order(files[index - 1].name, file.name) {
+            return Err(SegmentError::Input("names out of path order"));
+        }
+        if file.filter.is_some_and(|filter| {
+            !filter.words.len().is_power_of_two() || u32::try_from(filter.words.len()).is_err()
+        }) {
+            return Err(SegmentError::Input(
+                "a filter whose size is not a power of two",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A file being written, with the position and checksum of the section in
+/// progress.
+struct Sink {
+    out: BufWriter<File>,
+    position: u64,
+    section_start: u64,
+    crc: crc32fast::Hasher,
+}
+
+impl Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.crc.update(bytes);
+        self.position += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn finish_section(&mut self) -> Span {
+        let crc = std::mem::take(&mut self.crc).finalize();
+        let span = Span {
+            offset: self.section_start,
+            length: self.position - self.section_start,
+            crc,
+        };
+        self.section_start = self.position;
+        span
+    }
+}
+
+fn write_all(
+    file: File,
+    root: &str,
+    files: &[FileRecord],
+    postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
+) -> Result<File, SegmentError> {
+    let mut header = Header {
+        files: files.len() as u32,
+        ..Header::default()
+    };
+    let mut sink = Sink {
+        out: BufWriter::new(file),
+        position: 0,
+        section_start: 0,
+        crc: crc32fast::Hasher::new(),
+    };
+    sink.write(&header.encode())?;
+    sink.finish_section();
+    let mut spans = Vec::with_capacity(SECTIONS.len());
+
+    sink.write(root.as_bytes())?;
+    spans.push(sink.finish_section());
+
+    let (mut name_offset, mut filter_offset) = (0u64, 0u64);
+    for file in files {
+        let mut record = Vec::with_capacity(super::format::FILE_RECORD_BYTES);
+        record.extend_from_slice(&offset_u32(name_offset)?.to_le_bytes());
+        record.extend_from_slice(&(file.name.len() as u32).to_le_bytes());
+        record.extend_from_slice(&file.stamp.to_bytes());
+        let (flags, case, words) = match file.filter {
+            Some(filter) => (HAS_FILTER, filter.case, filter.words.len()),
+            None => (0, 0, 0),
+        };
+        record.extend_from_slice(&[flags, case, 0, 0]);
+        record.extend_from_slice(&filter_offset.to_le_bytes());
+        record.extend_from_slice(&(words as u32).to_le_bytes());
+        record.extend_from_slice(&[0; 4]);
+        sink.write(&record)?;
+        name_offset += file.name.len() as u64;
+        filter_offset += words as u64 * 8;
+    }
+    spans.push(sink.finish_section());
+
+    for file in files {
+        sink.write(file.name.as_bytes())?;
+    }
+    spans.push(sink.finish_section());
+
+    for filter in files.iter().filter_map(|file| file.filter) {
+        for word in filter.words {
+            sink.write(&word.to_le_bytes())?;
+        }
+    }
+    spans.push(sink.finish_section());
+
+    let bitmap_bytes = files.len().div_ceil(8);
+    let mut lookup = Vec::new();
+    let mut list = Vec::new();
+    let mut previous_trigram = None;
+    let mut list_offset = 0u64;
+    for (trigram, ids) in postings {
+        if trigram >= TRIGRAM_LIMIT || previous_trigram.is_some_and(|p| p >= trigram) {
+            return Err(SegmentError::Input("trigrams out of order"));
+        }
+        previous_trigram = Some(trigram);
+        if ids.is_empty() {
+            continue;
+        }
+        if ids.windows(2).any(|pair| pair[0] >= pair[1])
+            || ids.last().is_some_and(|&last| last as usize >= files.len())
+        {
+            return Err(SegmentError::Input("a posting list out of order or range"));
+        }
+        list.clear();
+        let mut previous = 0;
+        for (index, &id) in ids.iter().enumerate() {
+            write_varint(&mut list, if index == 0 { id } else { id - previous });
+            previous = id;
+        }
+        let encoding = if list.len() > bitmap_bytes {
+            list.clear();
+            list.resize(bitmap_bytes, 0);
+            for &id in &ids {
+                list[id as usize / 8] |= 1 << (id % 8);
+            }
+            BITMAP
+        } else {
+            VARINT
+        };
+        sink.write(&list)?;
+        lookup.extend_from_slice(&trigram.to_le_bytes());
+        lookup.extend_from_slice(&[encoding, 0, 0, 0]);
+        lookup.extend_from_slice(&list_offset.to_le_bytes());
+        list_offset += list.len() as u64;
+        header.trigrams += 1;
+    }
+    spans.push(sink.finish_section());
+
+    debug_assert_eq!(lookup.len(), header.trigrams as usize * LOOKUP_BYTES);
+    sink.write(&lookup)?;
+    spans.push(sink.finish_section());
+
+    for (section, span) in SECTIONS.iter().zip(spans) {
+        header.spans[*section as usize] = span;
+    }
+    debug_assert_eq!(
+        header.span(Section::Root).offset,
+        super::format::HEADER_BYTES as u64
+    );
+    let mut file = sink.out.into_inner().map_err(|error| error.into_error())?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&header.encode())?;
+    Ok(file)
+}
+
+fn offset_u32(offset: u64) -> Result<u32, SegmentError> {
+    u32::try_from(offset).map_err(|_| SegmentError::Input("names over 4 GiB"))
+}

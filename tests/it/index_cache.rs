@@ -1,0 +1,650 @@
+//! The index kept on disk between sessions, on the real binary, with the
+//! cache in a temporary XDG_CACHE_HOME or `[index] cache_dir`: restarts,
+//! a tree changed while no server ran, concurrent servers, a killed
+//! writer, damaged and hostile cache files, the deny-list, and
+//! `index status|clear`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use mcp_project_helper::config::IndexCacheConfig;
+use mcp_project_helper::index::cache::RootCache;
+use mcp_project_helper::index::segment::FileRecord;
+use mcp_project_helper::walk::Stamp;
+
+use crate::common::{
+    RawServer, Server, TempProject, cli_command, eventually, matches, server_command,
+    wait_for_index,
+};
+
+struct Sandbox {
+    _dirs: [tempfile::TempDir; 2],
+    root: PathBuf,
+    cache_home: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let (root, cache_home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(root.path().join("main.rs"), "fn main() {}\n").unwrap();
+        Sandbox {
+            root: dunce::canonicalize(root.path()).unwrap(),
+            cache_home: dunce::canonicalize(cache_home.path()).unwrap(),
+            _dirs: [root, cache_home],
+        }
+    }
+
+    /// Runs `index ARGS` for the sandbox's root: (exit code, stdout, stderr).
+    fn index(&self, args: &[&str]) -> (i32, String, String) {
+        let output = cli_command(&["index"])
+            .args(args)
+            .arg("--root")
+            .arg(&self.root)
+            .env("XDG_CACHE_HOME", &self.cache_home)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn config_file(&self, text: &str) -> PathBuf {
+        let path = self.cache_home.join("operator.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A committed segment of `names` in the cache at `base`, as a server
+    /// would leave it.
+    fn commit_segment(&self, base: &Path, names: &[&str]) -> RootCache {
+        let config = IndexCacheConfig {
+            cache_dir: Some(base.to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        let cache = RootCache::locate(&config, &self.root).unwrap();
+        cache.create().unwrap();
+        let lock = cache.try_lock_writer().unwrap().unwrap();
+        let stamp = Stamp::of(&std::fs::metadata(&self.root).unwrap());
+        let files: Vec<FileRecord> = names
+            .iter()
+            .map(|name| FileRecord {
+                name,
+                stamp,
+                filter: None,
+            })
+            .collect();
+        let segment = cache
+            .write_segment(&lock, &files, [(7, vec![0u32])])
+            .unwrap();
+        cache.commit(&lock, &[segment]).unwrap();
+        cache
+    }
+}
+
+#[test]
+fn index_status_and_clear_in_the_users_cache_folder() {
+    let sandbox = Sandbox::new();
+    let base = sandbox.cache_home.join("mcp-project-helper");
+    let (code, empty, _) = sandbox.index(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        empty.contains(&format!("index cache: {}", base.display())),
+        "{empty}"
+    );
+    assert!(empty.contains("state: empty"), "{empty}");
+    let cache = sandbox.commit_segment(&base, &["lib.rs", "main.rs"]);
+    let (code, ready, _) = sandbox.index(&["status"]);
+    assert_eq!(code, 0);
+    assert!(
+        ready.contains(&cache.folder().display().to_string()),
+        "{ready}"
+    );
+    assert!(ready.contains("state: ready, 2 files covered"), "{ready}");
+    assert!(ready.contains("size on disk:"), "{ready}");
+    let (code, cleared, _) = sandbox.index(&["clear"]);
+    assert_eq!(code, 0);
+    assert!(cleared.contains("removed"), "{cleared}");
+    assert!(!cache.folder().exists());
+    let (_, after, _) = sandbox.index(&["status"]);
+    assert!(after.contains("state: empty"), "{after}");
+}
+
+#[test]
+fn index_status_follows_the_configured_cache_dir_and_persist() {
+    let sandbox = Sandbox::new();
+    let elsewhere = sandbox.cache_home.join("elsewhere");
+    let config = sandbox.config_file(&format!(
+        "[index]\ncache_dir = {:?}\n",
+        elsewhere.to_string_lossy()
+    ));
+    sandbox.commit_segment(&elsewhere, &["main.rs"]);
+    let (code, status, _) = sandbox.index(&["status", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(
+        status.contains(&elsewhere.display().to_string()),
+        "{status}"
+    );
+    assert!(status.contains("1 files covered"), "{status}");
+
+    let off = sandbox.config_file("[index]\npersist = false\n");
+    let (code, status, _) = sandbox.index(&["status", "--config", off.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(status.contains("in memory only"), "{status}");
+}
+
+#[test]
+fn a_cache_dir_inside_the_root_is_refused() {
+    let sandbox = Sandbox::new();
+    let inside = sandbox.config_file(&format!(
+        "[index]\ncache_dir = {:?}\n",
+        sandbox.root.join(".cache").to_string_lossy()
+    ));
+    let (code, _, error) = sandbox.index(&["status", "--config", inside.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(error.contains("inside the project root"), "{error}");
+    assert!(!sandbox.root.join(".cache").exists());
+}
+
+#[test]
+fn a_damaged_segment_is_reported_unusable() {
+    let sandbox = Sandbox::new();
+    let base = sandbox.cache_home.join("cache");
+    let config = sandbox.config_file(&format!(
+        "[index]\ncache_dir = {:?}\n",
+        base.to_string_lossy()
+    ));
+    let cache = sandbox.commit_segment(&base, &["main.rs"]);
+    let segment = cache.folder().join(&cache.committed().unwrap()[0]);
+    let length = std::fs::metadata(&segment).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(length / 2)
+        .unwrap();
+    let (code, status, _) = sandbox.index(&["status", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(status.contains("unusable"), "{status}");
+}
+
+// ---- The server keeps its index on disk ----
+
+/// A project and its own cache folder (XDG_CACHE_HOME for the servers).
+struct Scene {
+    project: TempProject,
+    cache_home: tempfile::TempDir,
+}
+
+impl Scene {
+    fn new(files: usize) -> Scene {
+        let project = TempProject::new();
+        for i in 0..files {
+            project.write(
+                &format!("src/m{}/f{i}.rs", i % 7),
+                format!("fn item_{i}() {{ let token_{i} = {i}; }}\n// common words\n"),
+            );
+        }
+        // Large enough for a long-gram filter.
+        let mut large = String::new();
+        let mut line = 0;
+        while large.len() < 40 * 1024 {
+            large.push_str(&format!("large_line_{line} CONST_VALUE_{line}\n"));
+            line += 1;
+        }
+        project
+            .write("large.txt", large)
+            .write("bin/blob.bin", b"token_1\0binary\n")
+            .write(".env", "SECRET_TOKEN_VALUE=hunter2\n")
+            .write("keys/id_rsa", "PRIVATE_KEY_MATERIAL\n");
+        Scene {
+            project,
+            cache_home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        self.project.outside().join(format!("{name}.log"))
+    }
+
+    fn cache_env(&self) -> [(&str, &str); 1] {
+        [("XDG_CACHE_HOME", self.cache_home.path().to_str().unwrap())]
+    }
+
+    /// A server with a debug log `name.log` and this scene's cache.
+    async fn server(&self, name: &str) -> Server {
+        let log = self.log(name);
+        Server::start_with(
+            &self.project.root,
+            &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+            &self.cache_env(),
+        )
+        .await
+    }
+
+    /// A server that scans (no index, nothing kept).
+    async fn scanner(&self) -> Server {
+        let config = self.project.outside().join("scan.toml");
+        std::fs::write(&config, "[index]\nenabled = false\npersist = false\n").unwrap();
+        Server::start_with(
+            &self.project.root,
+            &["--config", config.to_str().unwrap()],
+            &self.cache_env(),
+        )
+        .await
+    }
+
+    /// The root's cache folder.
+    fn folder(&self) -> PathBuf {
+        let base = self.cache_home.path().join("mcp-project-helper");
+        let mut folders: Vec<PathBuf> = std::fs::read_dir(&base)
+            .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            folders.len(),
+            1,
+            "one folder per root in {}",
+            base.display()
+        );
+        folders.remove(0)
+    }
+
+    /// The committed segments' paths.
+    fn segments(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.folder())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "idx"))
+            .collect()
+    }
+
+    /// Runs a server until it has written its segment, then stops it.
+    async fn write_cache(&self, name: &str) {
+        let server = self.server(name).await;
+        wait_for_log(&self.log(name), "index cache: wrote segment").await;
+        server.stop().await;
+    }
+}
+
+async fn wait_for_log(log: &Path, line: &str) {
+    let what = format!("{} says {line:?}", log.display());
+    eventually(&what, || {
+        std::fs::read_to_string(log).is_ok_and(|text| text.contains(line))
+    })
+    .await;
+}
+
+fn log_text(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// Queries whose answers the cache could get wrong: rare identifiers of
+/// edited, added, deleted and untouched files, a regex, case folding.
+fn queries() -> Vec<Value> {
+    let mut queries: Vec<Value> = [
+        "token_3",
+        "token_42",
+        "item_7()",
+        "EDITED_MARKER",
+        "ADDED_MARKER",
+        "token_5 ",
+        "CONST_VALUE_77",
+        "const_value_77",
+        "large_line_1000",
+        "SECRET_TOKEN",
+        "hunter2",
+        "PRIVATE_KEY",
+        "common words",
+        "binary",
+    ]
+    .iter()
+    .flat_map(|query| {
+        [
+            json!({"query": query, "max_results": 500}),
+            json!({"query": query, "case_sensitive": false, "output_mode": "files_with_matches"}),
+        ]
+    })
+    .collect();
+    queries.push(json!({"query": r"token_1\d\b", "regex": true, "max_results": 500}));
+    queries.push(json!({"query": r"(EDITED|ADDED)_MARKER", "regex": true}));
+    queries
+}
+
+async fn assert_same_answers(cached: &Server, scanner: &Server) {
+    for arguments in queries() {
+        let with_cache = cached.call("search_project_files", arguments.clone()).await;
+        let scanned = scanner
+            .call("search_project_files", arguments.clone())
+            .await;
+        assert_eq!(
+            with_cache.structured_content, scanned.structured_content,
+            "search_project_files({arguments}) differs with the cache"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_second_server_answers_from_the_cache_as_a_scan_does() {
+    let scene = Scene::new(300);
+    // Stamps younger than the clock tick are not trusted: let them settle.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    assert_eq!(scene.segments().len(), 1);
+    let second = scene.server("second").await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&second, &scanner).await;
+    wait_for_index(&scene.log("second")).await;
+    let log = log_text(&scene.log("second"));
+    // The 300 sources and the large file; the binary file is read again.
+    assert!(
+        log.contains("used: 301 files unchanged, 0 changed, 0 gone"),
+        "{log}"
+    );
+    assert!(log.contains("1 changed or new files to read"), "{log}");
+    assert_same_answers(&second, &scanner).await;
+    second.stop().await;
+    scanner.stop().await;
+}
+
+#[tokio::test]
+async fn the_configured_cache_dir_holds_the_index() {
+    let scene = Scene::new(50);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cache_dir = scene.project.outside().join("configured-cache");
+    let config = scene.project.outside().join("cache.toml");
+    std::fs::write(
+        &config,
+        format!("[index]\ncache_dir = {:?}\n", cache_dir.to_string_lossy()),
+    )
+    .unwrap();
+    let log = scene.log("configured");
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let first = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    wait_for_log(&log, "index cache: wrote segment").await;
+    first.stop().await;
+    assert!(!scene.cache_home.path().join("mcp-project-helper").exists());
+    let folders: Vec<_> = std::fs::read_dir(&cache_dir).unwrap().collect();
+    assert_eq!(folders.len(), 1);
+    std::fs::remove_file(&log).unwrap();
+    let second = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&second, &scanner).await;
+    wait_for_log(&log, "files unchanged").await;
+    second.stop().await;
+    scanner.stop().await;
+}
+
+#[tokio::test]
+async fn persist_false_keeps_the_index_in_memory_only() {
+    let scene = Scene::new(20);
+    let config = scene.project.outside().join("memory.toml");
+    std::fs::write(&config, "[index]\npersist = false\n").unwrap();
+    let log = scene.log("memory");
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let server = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    server
+        .ok("search_project_files", json!({"query": "token_3"}))
+        .await;
+    wait_for_index(&log).await;
+    server.stop().await;
+    assert!(
+        std::fs::read_dir(scene.cache_home.path())
+            .unwrap()
+            .next()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_tree_changed_while_no_server_ran_is_exact_from_the_first_call() {
+    let scene = Scene::new(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    let root = &scene.project.root;
+    // Same size, new content: only the stamp's times tell.
+    let edited = root.join("src/m3/f3.rs");
+    let before = std::fs::read_to_string(&edited).unwrap();
+    let after = format!("{:<width$}\n", "// EDITED_MARKER", width = before.len() - 1);
+    assert_eq!(before.len(), after.len());
+    std::fs::write(&edited, after).unwrap();
+    scene
+        .project
+        .write("src/new/added.rs", "fn ADDED_MARKER() { token_42(); }\n");
+    std::fs::remove_file(root.join("src/m0/f42.rs")).unwrap();
+    std::fs::remove_file(root.join("src/m5/f5.rs")).unwrap();
+    let second = scene.server("second").await;
+    let scanner = scene.scanner().await;
+    // No wait: the very first calls are exact.
+    assert_same_answers(&second, &scanner).await;
+    let found = second
+        .ok("search_project_files", json!({"query": "EDITED_MARKER"}))
+        .await;
+    assert_eq!(matches(&found).len(), 1, "{found}");
+    wait_for_index(&scene.log("second")).await;
+    let log = log_text(&scene.log("second"));
+    // 200 sources and the large file, less the edited and the deleted.
+    assert!(
+        log.contains("198 files unchanged, 1 changed, 2 gone"),
+        "{log}"
+    );
+    // The edited, the added and the binary file.
+    assert!(log.contains("3 changed or new files to read"), "{log}");
+    assert_same_answers(&second, &scanner).await;
+    // A file gone makes the segment out of date: it is written again.
+    wait_for_log(&scene.log("second"), "index cache: wrote segment").await;
+    second.stop().await;
+    let third = scene.server("third").await;
+    assert_same_answers(&third, &scanner).await;
+    wait_for_index(&scene.log("third")).await;
+    let log = log_text(&scene.log("third"));
+    assert!(log.contains("0 changed, 0 gone"), "{log}");
+    third.stop().await;
+    scanner.stop().await;
+}
+
+#[tokio::test]
+async fn two_servers_at_once_share_one_cache() {
+    let scene = Scene::new(300);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (a, b) = tokio::join!(scene.server("a"), scene.server("b"));
+    let scanner = scene.scanner().await;
+    assert_same_answers(&a, &scanner).await;
+    assert_same_answers(&b, &scanner).await;
+    wait_for_index(&scene.log("a")).await;
+    wait_for_index(&scene.log("b")).await;
+    assert_same_answers(&a, &scanner).await;
+    assert_same_answers(&b, &scanner).await;
+    a.stop().await;
+    b.stop().await;
+    assert_eq!(scene.segments().len(), 1, "one committed segment");
+    let third = scene.server("third").await;
+    assert_same_answers(&third, &scanner).await;
+    wait_for_log(&scene.log("third"), "files unchanged").await;
+    third.stop().await;
+    scanner.stop().await;
+}
+
+#[tokio::test]
+async fn a_writer_killed_mid_write_leaves_a_usable_cache() {
+    let scene = Scene::new(2000);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    // Out of date, so the next server writes again; killed while it does
+    // (or, on a fast machine, right after).
+    std::fs::remove_file(scene.project.root.join("src/m1/f1.rs")).unwrap();
+    let log = scene.log("killed");
+    let mut command = server_command(
+        Some(&scene.project.root),
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+    );
+    command.env("XDG_CACHE_HOME", scene.cache_home.path());
+    let mut killed = RawServer::spawn(command);
+    killed.initialize("2025-06-18").await;
+    let folder = scene.folder();
+    eventually("the second server writes", || {
+        let writing = std::fs::read_dir(&folder).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|entry| entry.file_name().to_string_lossy().ends_with(".tmp"))
+        });
+        writing || log_text(&log).contains("index cache: wrote segment")
+    })
+    .await;
+    killed.child.start_kill().unwrap();
+    killed.child.wait().await.unwrap();
+    let third = scene.server("third").await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&third, &scanner).await;
+    wait_for_index(&scene.log("third")).await;
+    let log = log_text(&scene.log("third"));
+    assert!(log.contains("files unchanged"), "the cache was used: {log}");
+    third.stop().await;
+    scanner.stop().await;
+}
+
+/// Damages the committed segment at the path given, or its manifest.
+type Damage = fn(&Path);
+
+#[tokio::test]
+async fn damaged_or_hostile_cache_files_are_rebuilt_and_never_change_an_answer() {
+    let scene = Scene::new(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let scanner = scene.scanner().await;
+    let damages: [(&str, Damage); 5] = [
+        ("flipped", |segment| {
+            let mut bytes = std::fs::read(segment).unwrap();
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x55;
+            std::fs::write(segment, bytes).unwrap();
+        }),
+        ("truncated", |segment| {
+            let length = std::fs::metadata(segment).unwrap().len();
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(segment)
+                .unwrap();
+            file.set_len(length / 3).unwrap();
+        }),
+        ("garbage", |segment| {
+            std::fs::write(segment, b"MPHIDX\r\n\x01\0\0\0 not really a segment").unwrap();
+        }),
+        ("empty", |segment| std::fs::write(segment, b"").unwrap()),
+        ("manifest elsewhere", |segment| {
+            let manifest = segment.with_file_name("manifest");
+            let body = "mcp-project-helper index 1\nsegment ../../../../etc/passwd\n";
+            std::fs::write(manifest, format!("{body}check 00000000\n")).unwrap();
+        }),
+    ];
+    scene.write_cache("writer").await;
+    // Each reader rebuilds and writes the segment the next round damages.
+    for (round, (what, damage)) in damages.iter().enumerate() {
+        let segments = scene.segments();
+        assert_eq!(segments.len(), 1);
+        damage(&segments[0]);
+        let name = format!("reader{round}");
+        let reader = scene.server(&name).await;
+        assert_same_answers(&reader, &scanner).await;
+        wait_for_index(&scene.log(&name)).await;
+        let log = log_text(&scene.log(&name));
+        assert!(log.contains("rebuilding"), "{what}: {log}");
+        assert!(!log.contains("files unchanged"), "{what}: {log}");
+        assert_same_answers(&reader, &scanner).await;
+        wait_for_log(&scene.log(&name), "index cache: wrote segment").await;
+        reader.stop().await;
+    }
+    scanner.stop().await;
+}
+
+#[tokio::test]
+async fn deny_listed_files_never_enter_the_cache_and_its_files_are_private() {
+    let scene = Scene::new(10);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    let folder = scene.folder();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        for secret in [&b".env"[..], b"id_rsa", b"hunter2", b"SECRET_TOKEN"] {
+            assert!(
+                !bytes.windows(secret.len()).any(|window| window == secret),
+                "{} holds {:?}",
+                path.display(),
+                String::from_utf8_lossy(secret)
+            );
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", path.display());
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for folder in [folder.as_path(), folder.parent().unwrap()] {
+            let mode = std::fs::metadata(folder).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", folder.display());
+        }
+    }
+    // What `index status` says of it.
+    let output = cli_command(&["index", "status"])
+        .arg("--root")
+        .arg(&scene.project.root)
+        .env("XDG_CACHE_HOME", scene.cache_home.path())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        status.contains("state: ready, 11 files covered"),
+        "{status}"
+    );
+}
+
+/// A cache folder reached through a link (planted in a shared cache home,
+/// say) is neither read nor written.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_linked_cache_folder_is_never_used() {
+    let scene = Scene::new(20);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    let planted = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        scene.cache_home.path().join("mcp-project-helper"),
+        planted.path().join("mcp-project-helper"),
+    )
+    .unwrap();
+    let log = scene.log("planted");
+    let server = Server::start_with(
+        &scene.project.root,
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        &[("XDG_CACHE_HOME", planted.path().to_str().unwrap())],
+    )
+    .await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&server, &scanner).await;
+    wait_for_index(&log).await;
+    let text = log_text(&log);
+    assert!(text.contains("not a folder of the current user"), "{text}");
+    assert!(!text.contains("files unchanged"), "{text}");
+    server.stop().await;
+    scanner.stop().await;
+}
