@@ -429,6 +429,7 @@ impl Plan {
             searcher: SearcherBuilder::new()
                 .line_number(true)
                 .binary_detection(BinaryDetection::none())
+                .bom_sniffing(false)
                 .build(),
             buffer: Vec::new(),
             matcher: self.matcher.clone(),
@@ -472,13 +473,16 @@ impl Plan {
         let Some(length) = read_capped(file, &metadata, buffer) else {
             return FileHits::default();
         };
-        let haystack = &buffer[..length];
-        if looks_binary(&haystack[..length.min(SNIFF_BYTES)]) {
+        let raw = &buffer[..length];
+        if looks_binary(&raw[..length.min(SNIFF_BYTES)]) {
             if let Some(stamp) = linked {
                 self.linked.remember(stamp, &FileHits::default(), 0);
             }
             return FileHits::default();
         }
+        // Matches and their context lines come from this one text.
+        let text = decoded_text(raw);
+        let haystack = &*text;
         let mut sink = CollectSink {
             plan: self,
             matcher,
@@ -504,6 +508,21 @@ impl Plan {
             hits.source = Some(entry.clone());
         }
         hits
+    }
+}
+
+/// The text a file is searched as: a UTF-8 byte-order mark is dropped and,
+/// after one, bytes that are not UTF-8 become U+FFFD, as ripgrep reads such
+/// a file. The searcher's own sniffing is off, so the offsets it reports
+/// are offsets into this text, which the context lines are cut from.
+fn decoded_text(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let Some(text) = raw.strip_prefix(&[0xEF, 0xBB, 0xBF]) else {
+        return Cow::Borrowed(raw);
+    };
+    match String::from_utf8_lossy(text) {
+        Cow::Borrowed(valid) => Cow::Borrowed(valid.as_bytes()),
+        Cow::Owned(replaced) => Cow::Owned(replaced.into_bytes()),
     }
 }
 
@@ -1158,6 +1177,16 @@ mod tests {
             ]
         );
         assert!(out.truncated);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_what_follows_decoded() {
+        assert_eq!(&*decoded_text(b"plain\xFF"), b"plain\xFF");
+        assert_eq!(&*decoded_text(b"\xEF\xBB\xBFtext\n"), b"text\n");
+        assert_eq!(
+            &*decoded_text(b"\xEF\xBB\xBFa\xFFb"),
+            "a\u{FFFD}b".as_bytes()
+        );
     }
 
     #[test]
