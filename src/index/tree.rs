@@ -129,7 +129,12 @@ impl Indexer {
         let seen_at = SystemTime::now();
         // Through the gate's root handle, as the searcher opens files.
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
-            return (None, false, Content::Always);
+            // Unreadable (or gone): its contents are the searcher's to
+            // find out, its stamp and size what `stat` gives, as the
+            // walker reports them.
+            let stamp = lstat(path).filter(Metadata::is_file).map(|m| Stamp::of(&m));
+            let settled = stamp.is_some_and(|s| !s.is_racy(seen_at));
+            return (stamp, settled, Content::Always);
         };
         let stamp = Stamp::of(&metadata);
         let settled = !stamp.is_racy(seen_at);
