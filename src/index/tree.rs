@@ -74,6 +74,9 @@ pub struct Node {
     pub content: Content,
     /// False while the stamp cannot be trusted to show the next change.
     settled: bool,
+    /// When this stamp was first seen: a stamp seen again unchanged a
+    /// tick's doubt later is trusted (see [`Stamp::is_trusted`]).
+    first_seen: SystemTime,
     /// For folders: their `.gitignore` and `.ignore`.
     ignores: Option<Box<[IgnoreFile; 2]>>,
     /// The name is not UTF-8, so the root-relative text does not lead back
@@ -84,6 +87,15 @@ pub struct Node {
 impl Node {
     pub fn size(&self) -> Option<u64> {
         (self.kind == EntryKind::File).then(|| self.stamp.map_or(0, |s| s.size()))
+    }
+
+    /// What a folder node knew of its stamps, and since when.
+    fn dir_seen(&self) -> DirSeen {
+        let ignores = self
+            .ignores
+            .as_deref()
+            .map_or([None, None], |known| [known[0].stamp, known[1].stamp]);
+        (self.stamp, ignores, self.first_seen)
     }
 }
 
@@ -112,32 +124,47 @@ impl Indexer {
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
     /// trusted, and what the index knows of its contents: its grams
-    /// ([`Content::Fresh`]) when the file is indexable.
-    pub fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Content) {
-        self.read_unless_known(gate, path, |_| None)
-    }
-
-    /// [`Indexer::read`], except that a file `known_content` knows by its
-    /// trusted stamp (another name of a file read before) is not read
-    /// again: `known_content`'s answer is its content.
+    /// ([`Content::Fresh`]) when the file is indexable. A file
+    /// `known_content` knows by its trusted stamp (another name of a file
+    /// read before) is not read again: `known_content`'s answer is its
+    /// content.
     pub fn read_unless_known(
         &mut self,
         gate: &PathGate,
         path: &Path,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Content) {
+        self.read_after(gate, path, None, known_content)
+    }
+
+    /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
+    /// first seen at the time it gives: the same stamp seen again a tick's
+    /// doubt later is trusted, and the contents read now with it.
+    fn read_after(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+        earlier: Option<(Stamp, SystemTime)>,
+        known_content: impl FnOnce(&Stamp) -> Option<Content>,
+    ) -> (Option<Stamp>, bool, Content) {
         let seen_at = SystemTime::now();
+        let trusted = |stamp: &Stamp| {
+            let first_seen = earlier
+                .filter(|(known, _)| known == stamp)
+                .map_or(seen_at, |(_, first_seen)| first_seen);
+            stamp.is_trusted(first_seen, seen_at)
+        };
         // Through the gate's root handle, as the searcher opens files.
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
             // Unreadable (or gone): its contents are the searcher's to
             // find out, its stamp and size what `stat` gives, as the
             // walker reports them.
             let stamp = lstat(path).filter(Metadata::is_file).map(|m| Stamp::of(&m));
-            let settled = stamp.is_some_and(|s| !s.is_racy(seen_at));
+            let settled = stamp.as_ref().is_some_and(trusted);
             return (stamp, settled, Content::Always);
         };
         let stamp = Stamp::of(&metadata);
-        let settled = !stamp.is_racy(seen_at);
+        let settled = trusted(&stamp);
         let answer = |content| (Some(stamp), settled, content);
         if !metadata.is_file() || !settled {
             return answer(Content::Always);
@@ -195,17 +222,30 @@ fn kind_of(metadata: &Metadata) -> EntryKind {
     EntryKind::of(metadata.file_type())
 }
 
-/// A folder's stamp, its ignore files, and whether all those stamps can be
-/// trusted to show the next change.
-fn dir_state(gate: &PathGate, dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
+/// What was known of a folder: its stamp, its ignore files' stamps, and
+/// when those were first seen.
+type DirSeen = (Option<Stamp>, [Option<Stamp>; 2], SystemTime);
+
+/// A folder's stamp, its ignore files, whether all those stamps can be
+/// trusted to show the next change, and when they were first seen (at
+/// `earlier`'s time when they are the same as then).
+fn dir_state(
+    gate: &PathGate,
+    dir: &Path,
+    earlier: Option<DirSeen>,
+) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool, SystemTime) {
     let seen_at = SystemTime::now();
     let stamp = lstat(dir).map(|m| Stamp::of(&m));
     let ignores = read_ignores(gate, dir);
-    let settled = stamp.is_some_and(|s| !s.is_racy(seen_at))
-        && ignores
+    let stamps = [ignores[0].stamp, ignores[1].stamp];
+    let first_seen = earlier
+        .filter(|(known, known_ignores, _)| *known == stamp && *known_ignores == stamps)
+        .map_or(seen_at, |(_, _, first_seen)| first_seen);
+    let settled = stamp.is_some_and(|s| s.is_trusted(first_seen, seen_at))
+        && stamps
             .iter()
-            .all(|i| i.stamp.is_none_or(|s| !s.is_racy(seen_at)));
-    (stamp, ignores, settled)
+            .all(|s| s.is_none_or(|s| s.is_trusted(first_seen, seen_at)));
+    (stamp, ignores, settled, first_seen)
 }
 
 fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
@@ -240,6 +280,7 @@ pub struct Tree {
     root_stamp: Option<Stamp>,
     root_ignores: Box<[IgnoreFile; 2]>,
     root_settled: bool,
+    root_first_seen: SystemTime,
     ledger: Ledger,
 }
 
@@ -332,7 +373,7 @@ impl Ledger {
 impl Tree {
     pub fn new(gate: &PathGate) -> Self {
         let root = gate.root();
-        let (root_stamp, root_ignores, root_settled) = dir_state(gate, root);
+        let (root_stamp, root_ignores, root_settled, root_first_seen) = dir_state(gate, root, None);
         Self {
             gate: gate.clone(),
             root: root.to_path_buf(),
@@ -340,6 +381,7 @@ impl Tree {
             root_stamp,
             root_ignores,
             root_settled,
+            root_first_seen,
             ledger: Ledger::default(),
         }
     }
@@ -396,12 +438,28 @@ impl Tree {
         real: &Path,
         indexer: Option<&mut Indexer>,
     ) -> Node {
+        self.make_node_after(kind, relative, real, indexer, None)
+    }
+
+    /// [`Tree::make_node`] for an entry the tree knew as `earlier`: a stamp
+    /// it had then too keeps the time it was first seen.
+    fn make_node_after(
+        &self,
+        kind: EntryKind,
+        relative: &str,
+        real: &Path,
+        indexer: Option<&mut Indexer>,
+        earlier: Option<&Node>,
+    ) -> Node {
         let path = self.path_of(relative);
+        let seen_at = SystemTime::now();
+        let earlier = earlier.filter(|node| node.kind == kind);
         let mut node = Node {
             kind,
             stamp: None,
             content: Content::Always,
             settled: false,
+            first_seen: seen_at,
             ignores: None,
             lossy: !path.components().eq(real.components()),
         };
@@ -411,26 +469,34 @@ impl Tree {
         }
         match (kind, indexer) {
             (EntryKind::File, Some(indexer)) => {
-                let (stamp, settled, content) = indexer.read(&self.gate, &path);
+                let known = earlier.and_then(|node| Some((node.stamp?, node.first_seen)));
+                let (stamp, settled, content) =
+                    indexer.read_after(&self.gate, &path, known, |_| None);
                 node.stamp = stamp;
                 node.settled = settled;
                 node.content = content;
             }
             (EntryKind::File, None) => {
-                let seen_at = SystemTime::now();
                 node.stamp = lstat(&path).map(|m| Stamp::of(&m));
                 node.settled = node.stamp.is_some_and(|s| !s.is_racy(seen_at));
             }
             (EntryKind::Dir, _) => {
-                let (stamp, ignores, settled) = dir_state(&self.gate, &path);
+                let known = earlier.map(Node::dir_seen);
+                let (stamp, ignores, settled, first_seen) = dir_state(&self.gate, &path, known);
                 node.stamp = stamp;
                 node.ignores = Some(ignores);
                 node.settled = settled;
+                node.first_seen = first_seen;
             }
             (EntryKind::Symlink | EntryKind::Other, _) => {
                 node.stamp = lstat(&path).map(|m| Stamp::of(&m));
                 node.settled = true;
             }
+        }
+        if kind == EntryKind::File
+            && let Some(earlier) = earlier.filter(|earlier| earlier.stamp == node.stamp)
+        {
+            node.first_seen = earlier.first_seen;
         }
         node
     }
@@ -742,15 +808,21 @@ impl Tree {
         indexer: &mut Indexer,
         changed: &mut usize,
     ) -> Node {
-        if let Some(node) = old
+        if let Some(node) = &old
             && node.kind == entry.kind
             && node.settled
             && lstat(&entry.path).map(|m| Stamp::of(&m)) == node.stamp
         {
-            return node;
+            return old.expect("matched above");
         }
         *changed += 1;
-        self.make_node(entry.kind, &entry.relative, &entry.path, Some(indexer))
+        self.make_node_after(
+            entry.kind,
+            &entry.relative,
+            &entry.path,
+            Some(indexer),
+            old.as_ref(),
+        )
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
@@ -771,15 +843,23 @@ impl Tree {
         } else {
             self.path_of(dir)
         };
-        let (stamp, ignores, settled) = dir_state(&self.gate, &path);
+        let earlier = if dir == "." {
+            let ignores = [self.root_ignores[0].stamp, self.root_ignores[1].stamp];
+            Some((self.root_stamp, ignores, self.root_first_seen))
+        } else {
+            self.get(dir).map(|(_, node)| node.dir_seen())
+        };
+        let (stamp, ignores, settled, first_seen) = dir_state(&self.gate, &path, earlier);
         if dir == "." {
             self.root_stamp = stamp;
             self.root_settled = settled;
             self.root_ignores = ignores;
+            self.root_first_seen = first_seen;
         } else if let Some(mut node) = self.remove(dir) {
             node.stamp = stamp;
             node.settled = settled;
             node.ignores = Some(ignores);
+            node.first_seen = first_seen;
             self.insert(dir.to_string(), node);
         }
     }
@@ -872,7 +952,8 @@ impl Tree {
         if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
             return 0;
         }
-        let fresh = self.make_node(EntryKind::File, relative, &path, Some(indexer));
+        let fresh =
+            self.make_node_after(EntryKind::File, relative, &path, Some(indexer), Some(node));
         self.insert(relative.to_string(), fresh);
         1
     }

@@ -73,7 +73,7 @@ async fn large_tree_rounds(env: &[(&str, &str)]) {
             format!("pub fn generated_{index}() -> usize {{ {index} }}\n"),
         );
     }
-    let (server, ready) = start_logged(&project.root, env).await;
+    let (server, ready, _) = start_logged(&project.root, env).await;
     // A first search while the model may still be building...
     let out = search_files(&server, "generated_4999()").await;
     assert_eq!(out, vec!["gen/d49/f04999.rs"]);
@@ -93,6 +93,87 @@ async fn large_tree_rounds(env: &[(&str, &str)]) {
     assert_eq!(
         search_files(&server, "generated_7()").await,
         Vec::<String>::new()
+    );
+    server.stop().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn files_dated_in_the_future_settle_and_stay_exact() {
+    future_dated(WATCH_ON).await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn files_dated_in_the_future_settle_and_stay_exact_with_notifications_off() {
+    future_dated(WATCH_OFF).await;
+}
+
+/// Files whose modification times lie in the future (an archive's, a
+/// skewed clock's) are trusted once seen unchanged a moment later: a call
+/// then reads none of them for a token none holds. An edit that keeps
+/// their size and future time is still seen by the next call.
+#[cfg(target_os = "linux")]
+async fn future_dated(env: &[(&str, &str)]) {
+    const FILES: usize = 200;
+    const FILE_BYTES: usize = 16 * 1024;
+    let project = base_project();
+    let future = std::time::SystemTime::now() + Duration::from_secs(30 * 86_400);
+    let padding = "x".repeat(FILE_BYTES);
+    for index in 0..FILES {
+        let relative = format!("future/f{index:03}.txt");
+        project.write(&relative, format!("future_{index}_end\n{padding}\n"));
+        let file = fs::File::options()
+            .write(true)
+            .open(project.root.join(&relative))
+            .expect("open for times");
+        file.set_times(FileTimes::new().set_modified(future))
+            .expect("set mtime");
+    }
+    let (server, ready, pid) = start_logged(&project.root, env).await;
+    let waited = Instant::now();
+    while !ready.load(Ordering::SeqCst) && waited.elapsed() < READY_WAIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Bytes the server has read (files, and its requests).
+    let bytes_read = || {
+        let io = fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/PID/io");
+        io.lines()
+            .find_map(|line| line.strip_prefix("rchar: "))
+            .and_then(|value| value.parse::<usize>().ok())
+            .expect("rchar")
+    };
+    let mut last_read = usize::MAX;
+    for _ in 0..100 {
+        let before = bytes_read();
+        assert_eq!(
+            search_files(&server, "nowhere_in_any_file").await,
+            Vec::<String>::new()
+        );
+        last_read = bytes_read() - before;
+        if last_read < FILES * FILE_BYTES / 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        last_read < FILES * FILE_BYTES / 4,
+        "a call still reads {last_read} bytes of future-dated files"
+    );
+    let file = project.root.join("future/f007.txt");
+    let rewritten = format!("future_7_new\n{padding}\n");
+    rewrite_keeping_size_and_mtime(&file, rewritten.as_bytes());
+    assert_eq!(
+        search_files(&server, "future_7_new").await,
+        vec!["future/f007.txt"]
+    );
+    assert_eq!(
+        search_files(&server, "future_7_end").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        search_files(&server, "future_8_end").await,
+        vec!["future/f008.txt"]
     );
     server.stop().await;
 }
@@ -340,7 +421,8 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
 
 /// Starts the server with debug logging and reads its stderr, setting the
 /// flag when the tree model says it is ready ("index ready").
-async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicBool>) {
+/// Also gives the server's pid.
+async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicBool>, u32) {
     let mut command = server_command(Some(root), &["--log-level", "debug"]);
     for (key, value) in env {
         command.env(key, value);
@@ -349,6 +431,7 @@ async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicB
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn server");
+    let pid = transport.id().expect("server pid");
     let ready = Arc::new(AtomicBool::new(false));
     if let Some(stderr) = stderr {
         let ready = Arc::clone(&ready);
@@ -363,7 +446,7 @@ async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicB
         });
     }
     let client = ().serve(transport).await.expect("initialize");
-    (Server { client }, ready)
+    (Server { client }, ready, pid)
 }
 
 #[test]
