@@ -295,6 +295,7 @@ fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
         &IndexConfig {
             enabled: false,
             max_memory_mb: 1,
+            ..IndexConfig::default()
         },
     );
     let started = Instant::now();

@@ -68,6 +68,12 @@ pub struct IndexConfig {
     pub enabled: bool,
     /// Above this the model is dropped and searches scan the tree.
     pub max_memory_mb: u64,
+    /// Whether the model follows changes through the OS's notifications;
+    /// off, every call re-checks the tree, as on a file system that has
+    /// none. Not a file key: set by [`WATCH_ENV`], so tests can prove the
+    /// fallback.
+    #[serde(skip)]
+    pub change_notifications: bool,
 }
 
 impl Default for IndexConfig {
@@ -75,8 +81,24 @@ impl Default for IndexConfig {
         Self {
             enabled: true,
             max_memory_mb: 256,
+            change_notifications: true,
         }
     }
+}
+
+/// Set to `off` (or `0`, `false`, `no`) to run without change
+/// notifications (see [`IndexConfig::change_notifications`]).
+pub const WATCH_ENV: &str = "MCP_PROJECT_HELPER_WATCH";
+
+/// Anything but `off`, `0`, `false` or `no` (any case) leaves change
+/// notifications on.
+fn notifications_enabled(value: Option<&std::ffi::OsStr>) -> bool {
+    let Some(value) = value.and_then(|v| v.to_str()) else {
+        return true;
+    };
+    !["off", "0", "false", "no"]
+        .iter()
+        .any(|off| value.trim().eq_ignore_ascii_case(off))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +231,10 @@ impl Config {
             checks: file.checks(),
             limits: file.limits(),
             deny_globs: file.deny.globs,
-            index: file.index,
+            index: IndexConfig {
+                change_notifications: notifications_enabled(std::env::var_os(WATCH_ENV).as_deref()),
+                ..file.index
+            },
         })
     }
 }
@@ -752,6 +777,17 @@ globs = ["*.secret", "private/**"]
     }
 
     #[test]
+    fn the_watch_switch_turns_notifications_off_only_when_asked() {
+        use std::ffi::OsStr;
+        assert!(notifications_enabled(None));
+        assert!(notifications_enabled(Some(OsStr::new("on"))));
+        assert!(notifications_enabled(Some(OsStr::new(""))));
+        for off in ["off", "OFF", "0", "false", "No", " off "] {
+            assert!(!notifications_enabled(Some(OsStr::new(off))), "{off}");
+        }
+    }
+
+    #[test]
     fn index_section_defaults_and_validation() {
         assert_eq!(parse("").unwrap().index, IndexConfig::default());
         let file = parse("[index]\nenabled = false\nmax_memory_mb = 64\n").unwrap();
@@ -759,7 +795,8 @@ globs = ["*.secret", "private/**"]
             file.index,
             IndexConfig {
                 enabled: false,
-                max_memory_mb: 64
+                max_memory_mb: 64,
+                ..IndexConfig::default()
             }
         );
         assert_eq!(

@@ -12,11 +12,10 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
+use super::indexer::Indexer;
+use super::ngram::FileGrams;
 use super::watch::Changes;
-use crate::security::{
-    MAX_SEARCHED_BYTES, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary, read_searchable,
-};
+use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -96,121 +95,6 @@ impl Node {
             .as_deref()
             .map_or([None, None], |known| [known[0].stamp, known[1].stamp]);
         (self.stamp, ignores, self.first_seen)
-    }
-}
-
-/// Reads files for the index, reusing its buffers.
-#[derive(Default)]
-pub struct Indexer {
-    scratch: Option<Box<TrigramScratch>>,
-    buffer: Vec<u8>,
-    pub bytes_read: u64,
-    /// The build hands trigrams to a shard, which sorts them itself; a
-    /// file re-indexed later keeps them sorted for lookups.
-    pub unsorted: bool,
-    /// No long-gram filters: they were dropped to stay within the memory
-    /// limit.
-    pub without_filters: bool,
-}
-
-impl Indexer {
-    pub fn for_build() -> Self {
-        Self {
-            unsorted: true,
-            ..Self::default()
-        }
-    }
-
-    /// Opens and reads the file at `path` (never following a symlink, never
-    /// blocking on a FIFO) and returns its stamp, whether that stamp can be
-    /// trusted, and what the index knows of its contents: its grams
-    /// ([`Content::Fresh`]) when the file is indexable. A file
-    /// `known_content` knows by its trusted stamp (another name of a file
-    /// read before) is not read again: `known_content`'s answer is its
-    /// content.
-    pub fn read_unless_known(
-        &mut self,
-        gate: &PathGate,
-        path: &Path,
-        known_content: impl FnOnce(&Stamp) -> Option<Content>,
-    ) -> (Option<Stamp>, bool, Content) {
-        self.read_after(gate, path, None, known_content)
-    }
-
-    /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
-    /// first seen at the time it gives: the same stamp seen again a tick's
-    /// doubt later is trusted, and the contents read now with it.
-    fn read_after(
-        &mut self,
-        gate: &PathGate,
-        path: &Path,
-        earlier: Option<(Stamp, SystemTime)>,
-        known_content: impl FnOnce(&Stamp) -> Option<Content>,
-    ) -> (Option<Stamp>, bool, Content) {
-        let seen_at = SystemTime::now();
-        let trusted = |stamp: &Stamp| {
-            let first_seen = earlier
-                .filter(|(known, _)| known == stamp)
-                .map_or(seen_at, |(_, first_seen)| first_seen);
-            stamp.is_trusted(first_seen, seen_at)
-        };
-        // Through the gate's root handle, as the searcher opens files.
-        let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
-            // Unreadable (or gone): its contents are the searcher's to
-            // find out, its stamp and size what `stat` gives, as the
-            // walker reports them.
-            let stamp = lstat(path).filter(Metadata::is_file).map(|m| Stamp::of(&m));
-            let settled = stamp.as_ref().is_some_and(trusted);
-            return (stamp, settled, Content::Always);
-        };
-        let stamp = Stamp::of(&metadata);
-        let settled = trusted(&stamp);
-        let answer = |content| (Some(stamp), settled, content);
-        if !metadata.is_file() || !settled {
-            return answer(Content::Always);
-        }
-        if metadata.len() > MAX_SEARCHED_BYTES {
-            return answer(Content::Skipped);
-        }
-        if let Some(content) = known_content(&stamp) {
-            return answer(content);
-        }
-        let Some(length) = read_searchable(&mut file, metadata.len(), &mut self.buffer) else {
-            return answer(Content::Always);
-        };
-        self.bytes_read += length as u64;
-        let content = &mut self.buffer[..length];
-        // The searcher's own test on the same bytes.
-        if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
-            return answer(Content::Skipped);
-        }
-        // The searcher transcodes files with a byte-order mark: it strips
-        // the mark and replaces bytes that are not UTF-8. A file that is
-        // UTF-8 throughout (as editors on Windows often write them) is then
-        // its own bytes less the mark, which its trigrams cover; others are
-        // left to it.
-        let transcoded = [&[0xFF, 0xFE][..], &[0xFE, 0xFF]]
-            .iter()
-            .any(|bom| content.starts_with(bom))
-            || (content.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(content).is_err());
-        if transcoded {
-            return answer(Content::Always);
-        }
-        let scratch = self.scratch.get_or_insert_with(Box::default);
-        let trigrams = if self.unsorted {
-            let mut trigrams = Vec::new();
-            scratch.distinct(content, &mut trigrams);
-            trigrams
-        } else {
-            sorted_trigrams(scratch, content)
-        };
-        // Last, as it folds the contents in place.
-        let filter = if self.without_filters {
-            None
-        } else {
-            GramFilter::of(content)
-        };
-        answer(Content::Fresh(FileGrams { trigrams, filter }))
     }
 }
 
@@ -1067,5 +951,62 @@ impl Work {
             changed += tree.recheck_file(&file, indexer, self);
         }
         changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::build::list;
+    use crate::index::pacer::Pacer;
+    use crate::index::testing::generated_tree;
+    use crate::index::watch::Changes;
+    use crate::index::{Shared, State};
+    use std::fs;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::time::Duration;
+
+    #[test]
+    fn reported_paths_are_applied_exactly() {
+        let (_dir, gate) = generated_tree(30, 4);
+        std::thread::sleep(Duration::from_millis(250));
+        let shared = Shared {
+            gate: gate.clone(),
+            limit_bytes: usize::MAX,
+            change_notifications: true,
+            state: Mutex::new(State::Building),
+            cancelled: AtomicBool::new(false),
+            building: AtomicBool::new(true),
+            calls: AtomicUsize::new(0),
+        };
+        let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
+        let root = gate.root().to_path_buf();
+        // A folder moved away and back, with an edit while it was away: the
+        // feed reports the folder's two paths, not the file inside.
+        fs::rename(root.join("d1"), root.join("away")).unwrap();
+        fs::write(root.join("away/e1/f1.txt"), "moved_edit").unwrap();
+        fs::rename(root.join("away"), root.join("d1")).unwrap();
+        fs::write(root.join("d2/new.txt"), "x").unwrap();
+        fs::remove_file(root.join("d3/e0/f3.txt")).unwrap();
+        let changes = Changes::Paths(vec![
+            root.join("away"),
+            root.join("d1"),
+            root.join("d2/new.txt"),
+            root.join("d3/e0/f3.txt"),
+        ]);
+        live.tree
+            .refresh(changes, &gate, &mut live.indexer)
+            .unwrap();
+        let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
+        assert!(!matches!(edited.content, Content::Base(_)));
+        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
+        let start = gate.resolve(".").unwrap();
+        let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative)
+            .collect();
+        assert_eq!(modelled, walked);
     }
 }

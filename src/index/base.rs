@@ -1,0 +1,133 @@
+//! The index the build made: the posting lists over base ids, the names
+//! each id stands for, and the long-gram filters of the large files.
+
+use super::ngram::GramFilter;
+use super::plan::Query;
+use super::postings::Shard;
+use super::tree::PathKey;
+use crate::walk::Stamp;
+
+/// What the id table spends per name of a base file besides the name,
+/// roughly.
+pub(super) const NAME_BYTES: usize = 56;
+
+/// The index the build made: one shard of posting lists over base ids, the
+/// path of each id, to turn posting lists into files, and the long-gram
+/// filters of the large files. Empty until the build installs it.
+///
+/// A file with several names in the tree (hard links) is read and indexed
+/// once: its first name in path order holds the id, the others are listed
+/// beside it.
+#[derive(Default)]
+pub(super) struct BaseIndex {
+    pub(super) shard: Shard,
+    /// The first name of each id.
+    pub(super) names: Vec<BaseName>,
+    /// The other names of files indexed under a first name, in path order.
+    pub(super) other_names: Vec<(u32, BaseName)>,
+    /// Positions in `other_names`, sorted by id.
+    pub(super) other_names_by_id: Vec<u32>,
+    /// Sorted by id.
+    pub(super) filters: Vec<(u32, GramFilter)>,
+    /// The id table and the filters, in bytes, counted as they grow.
+    pub(super) key_bytes: usize,
+    pub(super) filter_bytes: usize,
+}
+
+/// A name of a base file, with what a listing of it needs: the file list
+/// is not consulted for candidates that did not change since the build.
+pub(super) struct BaseName {
+    pub(super) key: PathKey,
+    pub(super) size: u64,
+    pub(super) ino: Option<u64>,
+}
+
+impl BaseName {
+    pub(super) fn new(relative: &str, stamp: &Stamp) -> Self {
+        Self {
+            key: PathKey(relative.to_string()),
+            size: stamp.size(),
+            ino: stamp.inode(),
+        }
+    }
+}
+
+impl BaseIndex {
+    /// Gives base id `id` to the file `relative` (read with `stamp`), with
+    /// its filter if any.
+    pub(super) fn push(
+        &mut self,
+        id: u32,
+        relative: &str,
+        stamp: &Stamp,
+        filter: Option<GramFilter>,
+    ) {
+        self.key_bytes += relative.len() + NAME_BYTES;
+        self.names.push(BaseName::new(relative, stamp));
+        if let Some(filter) = filter {
+            self.filter_bytes += filter.bytes();
+            self.filters.push((id, filter));
+        }
+    }
+
+    /// Lists `relative` as another name of the file indexed as `id`; names
+    /// come in path order.
+    pub(super) fn push_other_name(&mut self, id: u32, relative: &str, stamp: &Stamp) {
+        // Its id, and its position in the by-id table.
+        self.key_bytes += relative.len() + NAME_BYTES + 8;
+        self.other_names.push((id, BaseName::new(relative, stamp)));
+    }
+
+    /// Sorts the other names by id, once all are in.
+    pub(super) fn seal(&mut self) {
+        let mut by_id: Vec<u32> = (0..self.other_names.len() as u32).collect();
+        by_id.sort_by_key(|&at| self.other_names[at as usize].0);
+        self.other_names_by_id = by_id;
+        self.other_names.shrink_to_fit();
+        self.filters.shrink_to_fit();
+    }
+
+    /// The other names of the files `ids` (sorted), in path order.
+    pub(super) fn other_names_of(&self, ids: &[u32]) -> Vec<&BaseName> {
+        if self.other_names.is_empty() || ids.is_empty() {
+            return Vec::new();
+        }
+        let by_id = &self.other_names_by_id;
+        let mut found: Vec<usize> = Vec::new();
+        for &id in ids {
+            let from = by_id.partition_point(|&at| self.other_names[at as usize].0 < id);
+            found.extend(
+                by_id[from..]
+                    .iter()
+                    .map(|&at| at as usize)
+                    .take_while(|&at| self.other_names[at].0 == id),
+            );
+        }
+        // Positions in `other_names` are in path order.
+        found.sort_unstable();
+        found
+            .into_iter()
+            .map(|at| &self.other_names[at].1)
+            .collect()
+    }
+
+    /// Drops the large files' filters (an aid to speed, never needed for
+    /// exact answers) to save their memory; true if there were any.
+    pub(super) fn drop_filters(&mut self) -> bool {
+        self.filter_bytes = 0;
+        !std::mem::take(&mut self.filters).is_empty()
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.shard.bytes() + self.key_bytes + self.filter_bytes
+    }
+
+    /// Whether base file `id`'s long grams (when it has a filter) allow a
+    /// match of `query`; its trigrams were asked already.
+    pub(super) fn may_match(&self, id: u32, query: &Query) -> bool {
+        match self.filters.binary_search_by_key(&id, |(id, _)| *id) {
+            Ok(at) => query.may_match(None, Some(&self.filters[at].1)),
+            Err(_) => true,
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The build: walks the root into the file list, hands it to calls, then
+//! reads and indexes every file on the side and installs the index.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::base::BaseIndex;
+use super::indexer::Indexer;
+use super::live::Live;
+use super::ngram::{FileGrams, GramFilter};
+use super::pacer::Pacer;
+use super::postings::{Shard, ShardBuilder};
+use super::tree::{Content, Tree};
+use super::watch::ChangeWatcher;
+use super::{Shared, State};
+use crate::security::MAX_SEARCHED_BYTES;
+use crate::walk::{self, EntryKind, Stamp, WalkOptions};
+
+/// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
+/// scratch each while sorting, so 8 MiB (unless one file alone has more).
+/// The shards are merged into one at the end, a group of trigrams at a
+/// time, each group of the parts freed once merged. (Half as many pairs made the
+/// build's peak larger, not smaller: every shard repeats the trigrams it
+/// shares with the others.)
+pub(super) const SHARD_PAIRS: usize = 512 * 1024;
+
+pub(super) fn log_filters_left_out(limit_bytes: usize) {
+    tracing::info!(
+        "index: large-file filters left out to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
+        limit_bytes / (1024 * 1024)
+    );
+}
+
+/// The build's scratch memory, freed on its own thread, would stay with
+/// that thread's allocator arena; hand it back to the system.
+pub(super) fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The build yields the CPU to tool calls: the first search of a session
+/// must not wait for it, even while it walks the file list.
+pub(super) fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its arguments; on Linux, `who = 0`
+    // with PRIO_PROCESS names the calling thread alone.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
+/// Changes inside skipped folders (`target`, `node_modules` …) never reach
+/// the model: the walker hides them.
+pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'static {
+    let root = root.to_path_buf();
+    move |path, is_dir| {
+        let Ok(rest) = path.strip_prefix(&root) else {
+            return true;
+        };
+        let parts: Vec<_> = rest.components().collect();
+        parts.iter().enumerate().any(|(index, part)| {
+            let is_folder = index + 1 < parts.len() || is_dir;
+            is_folder && walk::is_skipped_dir(&part.as_os_str().to_string_lossy())
+        })
+    }
+}
+
+/// Builds the model in two steps, so that find and list answer from the
+/// file list long before the contents are indexed: walks the root (the
+/// walker's own sorted walk) into the file list and hands it to calls, then
+/// reads and indexes every file on the side and installs the index. `None`
+/// when cancelled, over the memory limit, or the root cannot be walked.
+pub(super) fn build(shared: &Shared) -> Option<()> {
+    let started = Instant::now();
+    let mut pacer = Pacer::default();
+    let (live, listed) = list(shared, &mut pacer)?;
+    tracing::debug!(
+        "index: file list of {} entries ready in {} ms",
+        live.tree.entry_count(),
+        started.elapsed().as_millis()
+    );
+    let list_bytes = live.bytes();
+    *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    let indexed = index_contents(shared, &mut pacer, listed, list_bytes)?;
+    let mut state = shared.state.lock().ok()?;
+    let State::Ready(live) = &mut *state else {
+        return None;
+    };
+    let mut read = 0;
+    for (relative, stamp, content) in indexed.files {
+        let indexed = matches!(content, Content::Base(_));
+        read += usize::from(indexed);
+        if !live.tree.adopt(&relative, stamp, content) && indexed {
+            // A call re-read it meanwhile: its base name is out of date.
+            live.tree.lose_base(&relative);
+        }
+    }
+    live.base = indexed.base;
+    live.indexer.without_filters = indexed.without_filters;
+    if !live.fits(shared.limit_bytes) {
+        tracing::info!(
+            "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
+            live.bytes() / (1024 * 1024)
+        );
+        return None;
+    }
+    let bytes = live.bytes();
+    tracing::debug!(
+        "index ready: {read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
+        indexed.bytes_read,
+        started.elapsed().as_millis()
+    );
+    drop(state);
+    return_freed_memory();
+    Some(())
+}
+
+/// Walks the root into a file list (contents not read yet), with the change
+/// watcher started first so that nothing changed meanwhile is missed.
+/// Returns the model without an index and the files to index, in order.
+pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
+    let root = shared.gate.root();
+    // Watching reads every folder: it too yields to calls.
+    let watcher = ChangeWatcher::start(
+        root,
+        shared.change_notifications,
+        in_skipped_folder(root),
+        &mut || pacer.yield_to_calls(shared),
+    );
+    let start = shared.gate.resolve(".").ok()?;
+    let mut tree = Tree::new(&shared.gate);
+    let mut listed = Listed::default();
+    let mut linked = HashSet::new();
+    let mut over_limit = false;
+    walk::walk_sorted(
+        &shared.gate,
+        &start,
+        None,
+        &WalkOptions::default(),
+        |found| {
+            if shared.cancelled.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            pacer.yield_to_calls(shared);
+            let node = tree.make_node(found.kind, &found.relative, &found.path, None);
+            if node.kind == EntryKind::File && !node.lossy {
+                let size = node.size().unwrap_or(0);
+                // A file with several names is read under the first only.
+                let first_name = node
+                    .stamp
+                    .and_then(|stamp| stamp.linked_identity())
+                    .is_none_or(|identity| linked.insert(identity));
+                if size <= MAX_SEARCHED_BYTES && first_name {
+                    listed.bytes += size;
+                    listed.filter_bytes += GramFilter::bytes_for(size);
+                }
+                listed.files.push(found.relative.clone());
+            }
+            tree.insert(found.relative, node);
+            if tree.bytes() > shared.limit_bytes {
+                over_limit = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        },
+    )
+    .ok()?;
+    if over_limit {
+        tracing::info!(
+            "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+            shared.limit_bytes / (1024 * 1024)
+        );
+        return None;
+    }
+    if shared.cancelled.load(Ordering::Relaxed) {
+        return None;
+    }
+    let live = Live {
+        tree,
+        sweep_owed: false,
+        base: BaseIndex::default(),
+        watcher,
+        indexer: Indexer::default(),
+    };
+    Some((live, listed))
+}
+
+/// The files the build will index, in order, and what indexing them is
+/// expected to take.
+#[derive(Default)]
+pub(super) struct Listed {
+    pub(super) files: Vec<String>,
+    /// Their bytes, those over the searcher's cap left out.
+    pub(super) bytes: u64,
+    /// What the large files' filters would take.
+    pub(super) filter_bytes: usize,
+}
+
+/// What indexing the listed files found, to install in the model.
+pub(super) struct Indexed {
+    pub(super) base: BaseIndex,
+    /// Each file read with a stamp that can be trusted, and what it holds.
+    pub(super) files: Vec<(String, Stamp, Content)>,
+    pub(super) bytes_read: u64,
+    /// The filters were left out to stay within the memory limit.
+    pub(super) without_filters: bool,
+}
+
+/// Reads and indexes `files` in order, sealing shards as they fill, without
+/// holding the model: calls go on meanwhile. `None` when cancelled or over
+/// the memory limit (`list_bytes` being the file list's share).
+pub(super) fn index_contents(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    listed: Listed,
+    list_bytes: usize,
+) -> Option<Indexed> {
+    let root = shared.gate.root();
+    let mut indexer = Indexer::for_build();
+    let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
+    // Filters are left out from the start unless the file list, trigrams
+    // of about a tenth of the bytes (6-7 % measured on source trees) and
+    // the filters all fit: building them only to drop them costs the
+    // build most of its time on a large tree.
+    let trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    let without_filters = list_bytes
+        .saturating_add(trigram_estimate)
+        .saturating_add(listed.filter_bytes)
+        > shared.limit_bytes;
+    if without_filters {
+        log_filters_left_out(shared.limit_bytes);
+    }
+    indexer.without_filters = without_filters;
+    let mut base = BaseIndex::default();
+    // Each file with several names, by the stamp its first name was read
+    // with: its base id, or `None` when the searcher would skip it.
+    let mut linked: HashMap<Stamp, Option<u32>> = HashMap::new();
+    let mut files = Vec::new();
+    let mut parts = Vec::new();
+    let mut sealed_bytes = 0;
+    for relative in listed.files {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        pacer.yield_to_calls(shared);
+        let (stamp, settled, content) =
+            indexer.read_unless_known(&shared.gate, &root.join(&relative), |stamp| {
+                Some(linked.get(stamp)?.map_or(Content::Skipped, Content::Base))
+            });
+        let Some(stamp) = stamp.filter(|_| settled) else {
+            continue;
+        };
+        let content = match content {
+            Content::Base(id) => {
+                base.push_other_name(id, &relative, &stamp);
+                Content::Base(id)
+            }
+            Content::Fresh(grams) => {
+                let FileGrams { trigrams, filter } = grams;
+                // Sealed before it would outgrow its room, so that the
+                // pairs are never reallocated at twice the size.
+                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > SHARD_PAIRS {
+                    let next = ShardBuilder::new(builder.next_id(), SHARD_PAIRS);
+                    let shard = std::mem::replace(&mut builder, next).finish();
+                    sealed_bytes += shard.bytes();
+                    parts.push(shard);
+                    // The sort's scratch is gone: without this, the
+                    // freed pages stay with the process until the end.
+                    return_freed_memory();
+                }
+                let id = builder.next_id();
+                builder.add(&trigrams);
+                base.push(id, &relative, &stamp, filter);
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, Some(id));
+                }
+                Content::Base(id)
+            }
+            Content::Skipped => {
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, None);
+                }
+                Content::Skipped
+            }
+            other => other,
+        };
+        files.push((relative, stamp, content));
+        let building = list_bytes + sealed_bytes + builder.pairs() * 16;
+        if building + base.bytes() > shared.limit_bytes && base.drop_filters() {
+            // The filters go first: the trigrams alone still give exact
+            // answers.
+            log_filters_left_out(shared.limit_bytes);
+            indexer.without_filters = true;
+        }
+        if building + base.bytes() > shared.limit_bytes {
+            tracing::info!(
+                "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+                shared.limit_bytes / (1024 * 1024)
+            );
+            return None;
+        }
+    }
+    parts.push(builder.finish());
+    let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
+    // Its buffers and the table of linked files go before the merge, the
+    // build's peak.
+    drop(indexer);
+    drop(linked);
+    // One lookup per trigram at query time instead of one per part.
+    base.shard = Shard::merge(parts);
+    base.seal();
+    Some(Indexed {
+        base,
+        files,
+        bytes_read,
+        without_filters,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn the_change_feed_drops_only_paths_in_skipped_folders() {
+        let ignored = in_skipped_folder(Path::new("/p"));
+        assert!(ignored(Path::new("/p/target/debug/x"), false));
+        assert!(ignored(Path::new("/p/a/node_modules"), true));
+        assert!(ignored(Path::new("/p/.git/index"), false));
+        assert!(ignored(Path::new("/elsewhere/x"), false));
+        assert!(!ignored(Path::new("/p/src/target"), false));
+        assert!(!ignored(Path::new("/p/src/.gitignore"), false));
+        assert!(!ignored(Path::new("/p"), true));
+    }
+}

@@ -1,0 +1,130 @@
+//! Reads a file for the index: through the gate's opener, under the
+//! searcher's own rules (size cap, binary sniff, byte-order marks), into
+//! the grams the index keeps.
+
+use std::fs::Metadata;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
+use super::tree::Content;
+use crate::security::{MAX_SEARCHED_BYTES, PathGate, SNIFF_BYTES, looks_binary, read_searchable};
+use crate::walk::Stamp;
+
+/// Reads files for the index, reusing its buffers.
+#[derive(Default)]
+pub(super) struct Indexer {
+    scratch: Option<Box<TrigramScratch>>,
+    buffer: Vec<u8>,
+    pub bytes_read: u64,
+    /// The build hands trigrams to a shard, which sorts them itself; a
+    /// file re-indexed later keeps them sorted for lookups.
+    pub unsorted: bool,
+    /// No long-gram filters: they were dropped to stay within the memory
+    /// limit.
+    pub without_filters: bool,
+}
+
+impl Indexer {
+    pub(super) fn for_build() -> Self {
+        Self {
+            unsorted: true,
+            ..Self::default()
+        }
+    }
+
+    /// Opens and reads the file at `path` (never following a symlink, never
+    /// blocking on a FIFO) and returns its stamp, whether that stamp can be
+    /// trusted, and what the index knows of its contents: its grams
+    /// ([`Content::Fresh`]) when the file is indexable. A file
+    /// `known_content` knows by its trusted stamp (another name of a file
+    /// read before) is not read again: `known_content`'s answer is its
+    /// content.
+    pub(super) fn read_unless_known(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+        known_content: impl FnOnce(&Stamp) -> Option<Content>,
+    ) -> (Option<Stamp>, bool, Content) {
+        self.read_after(gate, path, None, known_content)
+    }
+
+    /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
+    /// first seen at the time it gives: the same stamp seen again a tick's
+    /// doubt later is trusted, and the contents read now with it.
+    pub(super) fn read_after(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+        earlier: Option<(Stamp, SystemTime)>,
+        known_content: impl FnOnce(&Stamp) -> Option<Content>,
+    ) -> (Option<Stamp>, bool, Content) {
+        let seen_at = SystemTime::now();
+        let trusted = |stamp: &Stamp| {
+            let first_seen = earlier
+                .filter(|(known, _)| known == stamp)
+                .map_or(seen_at, |(_, first_seen)| first_seen);
+            stamp.is_trusted(first_seen, seen_at)
+        };
+        // Through the gate's root handle, as the searcher opens files.
+        let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
+            // Unreadable (or gone): its contents are the searcher's to
+            // find out, its stamp and size what `stat` gives, as the
+            // walker reports them.
+            let stamp = std::fs::symlink_metadata(path)
+                .ok()
+                .filter(Metadata::is_file)
+                .map(|m| Stamp::of(&m));
+            let settled = stamp.as_ref().is_some_and(trusted);
+            return (stamp, settled, Content::Always);
+        };
+        let stamp = Stamp::of(&metadata);
+        let settled = trusted(&stamp);
+        let answer = |content| (Some(stamp), settled, content);
+        if !metadata.is_file() || !settled {
+            return answer(Content::Always);
+        }
+        if metadata.len() > MAX_SEARCHED_BYTES {
+            return answer(Content::Skipped);
+        }
+        if let Some(content) = known_content(&stamp) {
+            return answer(content);
+        }
+        let Some(length) = read_searchable(&mut file, metadata.len(), &mut self.buffer) else {
+            return answer(Content::Always);
+        };
+        self.bytes_read += length as u64;
+        let content = &mut self.buffer[..length];
+        // The searcher's own test on the same bytes.
+        if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
+            return answer(Content::Skipped);
+        }
+        // The searcher transcodes files with a byte-order mark: it strips
+        // the mark and replaces bytes that are not UTF-8. A file that is
+        // UTF-8 throughout (as editors on Windows often write them) is then
+        // its own bytes less the mark, which its trigrams cover; others are
+        // left to it.
+        let transcoded = [&[0xFF, 0xFE][..], &[0xFE, 0xFF]]
+            .iter()
+            .any(|bom| content.starts_with(bom))
+            || (content.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(content).is_err());
+        if transcoded {
+            return answer(Content::Always);
+        }
+        let scratch = self.scratch.get_or_insert_with(Box::default);
+        let trigrams = if self.unsorted {
+            let mut trigrams = Vec::new();
+            scratch.distinct(content, &mut trigrams);
+            trigrams
+        } else {
+            sorted_trigrams(scratch, content)
+        };
+        // Last, as it folds the contents in place.
+        let filter = if self.without_filters {
+            None
+        } else {
+            GramFilter::of(content)
+        };
+        answer(Content::Fresh(FileGrams { trigrams, filter }))
+    }
+}

@@ -1,0 +1,159 @@
+//! The ready model: the file list, the base index, the change feed and
+//! the indexer that keeps changed files' grams, and how it answers which
+//! files may hold a query.
+
+use std::path::{Path, PathBuf};
+
+use super::base::BaseIndex;
+use super::build::log_filters_left_out;
+use super::indexer::Indexer;
+use super::plan::Query;
+use super::postings::{PostingCache, evaluate};
+use super::tree::{self, Content, PathKey, Tree, depth};
+use super::watch::ChangeWatcher;
+use crate::walk::{Entry, EntryKind};
+
+pub(super) struct Live {
+    pub(super) tree: Tree,
+    /// Changes were lost and no sweep has caught up with them yet.
+    pub(super) sweep_owed: bool,
+    pub(super) base: BaseIndex,
+    pub(super) watcher: ChangeWatcher,
+    pub(super) indexer: Indexer,
+}
+
+impl Live {
+    /// Files under `dir` that may hold a match of `query`, in path order:
+    /// the base files the posting lists name, merged with the loose files
+    /// (indexed since the build, or never) that may match. Skipped files
+    /// never are; a file's content decides, never a walk of the list.
+    pub(super) fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<Found<'a>> {
+        if *query == Query::All {
+            return self
+                .tree
+                .under(dir)
+                .filter(|(_, node)| {
+                    node.kind == EntryKind::File && !matches!(node.content, Content::Skipped)
+                })
+                .map(Found::of)
+                .collect();
+        }
+        // The filters first: they judge a file once, whatever its names.
+        let mut ids = self.base_matches(query);
+        ids.retain(|&id| self.base.may_match(id, query));
+        let first_names = ids
+            .iter()
+            .filter_map(|&id| self.base.names.get(id as usize));
+        let names = merge_in_path_order(
+            first_names,
+            self.base.other_names_of(&ids).into_iter(),
+            |name| &name.key,
+        );
+        let base = names
+            .into_iter()
+            .filter(|name| {
+                // Changed or gone since the build: the loose files or nothing.
+                tree::is_below(&name.key.0, dir)
+                    && name.key.0 != dir
+                    && self.tree.holds_base(&name.key.0)
+            })
+            .map(|name| Found {
+                key: &name.key,
+                kind: EntryKind::File,
+                size: Some(name.size),
+                ino: name.ino,
+            });
+        let loose = self
+            .tree
+            .loose_under(dir)
+            .filter(|(_, node)| match &node.content {
+                Content::Fresh(grams) => {
+                    query.may_match(Some(&grams.trigrams), grams.filter.as_ref())
+                }
+                _ => true,
+            })
+            .map(Found::of);
+        merge_in_path_order(base, loose, |found| found.key)
+    }
+
+    /// The base ids whose trigrams satisfy `query`, sorted (their filters
+    /// not consulted yet).
+    pub(super) fn base_matches(&self, query: &Query) -> Vec<u32> {
+        let shard = &self.base.shard;
+        evaluate(query, shard, &mut PostingCache::default())
+            .unwrap_or_else(|| shard.id_range().collect())
+    }
+
+    /// The index and the file list, in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.base.bytes() + self.tree.bytes()
+    }
+
+    /// Whether the model fits in `limit_bytes`; the build's filters go
+    /// first when it does not (the trigrams alone still answer exactly).
+    pub(super) fn fits(&mut self, limit_bytes: usize) -> bool {
+        if self.bytes() > limit_bytes && self.base.drop_filters() {
+            log_filters_left_out(limit_bytes);
+            self.indexer.without_filters = true;
+        }
+        self.bytes() <= limit_bytes
+    }
+}
+
+/// Two sequences in path order (of the keys `key` gives), as one.
+pub(super) fn merge_in_path_order<T>(
+    first: impl Iterator<Item = T>,
+    second: impl Iterator<Item = T>,
+    key: impl Fn(&T) -> &PathKey,
+) -> Vec<T> {
+    let mut merged = Vec::new();
+    let (mut first, mut second) = (first.peekable(), second.peekable());
+    loop {
+        let take_first = match (first.peek(), second.peek()) {
+            (Some(a), Some(b)) => key(a) <= key(b),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return merged,
+        };
+        merged.extend(if take_first {
+            first.next()
+        } else {
+            second.next()
+        });
+    }
+}
+
+/// An entry of the model, with what a listing of it needs.
+pub(super) struct Found<'a> {
+    pub(super) key: &'a PathKey,
+    pub(super) kind: EntryKind,
+    pub(super) size: Option<u64>,
+    pub(super) ino: Option<u64>,
+}
+
+impl<'a> Found<'a> {
+    pub(super) fn of((key, node): (&'a PathKey, &'a tree::Node)) -> Self {
+        Self {
+            key,
+            kind: node.kind,
+            size: node.size(),
+            ino: node.stamp.and_then(|stamp| stamp.inode()),
+        }
+    }
+
+    pub(super) fn entry(&self, root: &Path, depth_of_start: usize) -> Entry {
+        let relative = &self.key.0;
+        // One allocation (a join grows the root's copy).
+        let mut path = PathBuf::with_capacity(root.as_os_str().len() + 1 + relative.len());
+        path.push(root);
+        path.push(relative);
+        Entry {
+            relative: relative.clone(),
+            path,
+            kind: self.kind,
+            depth: depth(relative) - depth_of_start,
+            size: self.size,
+            ino: self.ino,
+        }
+    }
+}

@@ -1,0 +1,765 @@
+//! The Linux change feed: one inotify watch per folder below the root,
+//! read without blocking at the start of every call.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+
+use super::{Changes, IgnoredFn, Limits};
+
+/// What a folder watch reports: every way an entry can appear, change,
+/// vanish or become (un)readable. `CLOSE_WRITE` catches writes through a
+/// memory mapping once the writer closes the file.
+fn watch_mask() -> WatchMask {
+    WatchMask::CREATE
+        | WatchMask::DELETE
+        | WatchMask::MODIFY
+        | WatchMask::CLOSE_WRITE
+        | WatchMask::ATTRIB
+        | WatchMask::MOVED_FROM
+        | WatchMask::MOVED_TO
+        | WatchMask::DELETE_SELF
+        | WatchMask::MOVE_SELF
+        | WatchMask::DONT_FOLLOW
+        | WatchMask::ONLYDIR
+        | WatchMask::EXCL_UNLINK
+}
+
+/// Room for at least 200 events of the longest name: few reads per drain.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// File systems whose other clients' writes never reach this kernel's
+/// inotify (`statfs` magic numbers from linux/magic.h and the file
+/// systems' sources).
+const REMOTE_FILE_SYSTEMS: &[(u32, &str)] = &[
+    (0x6969, "NFS"),
+    (0x517B, "SMB"),
+    (0xFF53_4D42, "CIFS"),
+    (0xFE53_4D42, "SMB2"),
+    (0x0102_1997, "9p"),
+    (0x6573_5546, "FUSE"),
+    (0x00C3_6400, "Ceph"),
+    (0x5346_414F, "AFS"),
+    (0x6B41_4653, "AFS"),
+    (0x7375_7245, "Coda"),
+    (0x0116_1970, "GFS2"),
+    (0x7461_636F, "OCFS2"),
+    (0x0BD0_0BD0, "Lustre"),
+    (0x786F_4256, "vboxsf"),
+];
+
+struct Watched {
+    path: PathBuf,
+    descriptor: WatchDescriptor,
+}
+
+enum Watch {
+    /// Watched from now on (or again, at a new path).
+    New,
+    /// Already watched at this path.
+    Renewed,
+    Failed,
+}
+
+pub(super) struct InotifyFeed {
+    inotify: Inotify,
+    root: PathBuf,
+    root_device: u64,
+    ignored: IgnoredFn,
+    limits: Limits,
+    /// Watched folders by watch descriptor number.
+    folders: HashMap<i32, Watched>,
+    /// Set once notifications can no longer be trusted, with the reason;
+    /// every drain answers `Unknown` from then on.
+    broken: Option<String>,
+    buffer: Vec<u8>,
+}
+
+/// What one drain has collected so far.
+struct Batch {
+    paths: HashSet<PathBuf>,
+    /// Events may have been missed: answer `Unknown` and re-watch.
+    lost: bool,
+    /// Whether folders newly watched report their entries (not while
+    /// starting or re-watching after a loss).
+    reporting: bool,
+}
+
+impl Batch {
+    fn new(reporting: bool) -> Batch {
+        Batch {
+            paths: HashSet::new(),
+            lost: false,
+            reporting,
+        }
+    }
+
+    fn report(&mut self, path: PathBuf, limits: &Limits) {
+        if !self.reporting || self.lost {
+            return;
+        }
+        if self.paths.len() >= limits.max_paths {
+            // Too many to hand over: the caller re-validates instead.
+            self.lost = true;
+            self.paths = HashSet::new();
+            return;
+        }
+        self.paths.insert(path);
+    }
+}
+
+/// One event, copied out of the read buffer so that handling it may
+/// add and remove watches.
+struct Event {
+    watch: i32,
+    mask: EventMask,
+    name: Option<OsString>,
+}
+
+impl InotifyFeed {
+    /// Watches every folder below `root` that `ignored` keeps; `None`
+    /// (after logging why) when notifications cannot be had.
+    pub(super) fn start(
+        root: &Path,
+        ignored: IgnoredFn,
+        limits: Limits,
+        pause: &mut dyn FnMut(),
+    ) -> Option<Self> {
+        let off = |reason: String| {
+            tracing::warn!(
+                root = %root.display(),
+                "change notifications unavailable ({reason}): every call re-checks the tree"
+            );
+            None
+        };
+        let root_device = match std::fs::metadata(root) {
+            Ok(metadata) => metadata.dev(),
+            Err(error) => return off(format!("cannot read the root: {error}")),
+        };
+        if let Some(kind) = remote_file_system(root) {
+            return off(format!(
+                "the root is on {kind}, which does not report other machines' writes"
+            ));
+        }
+        let inotify = match Inotify::init() {
+            Ok(inotify) => inotify,
+            Err(error) => return off(format!("inotify: {error}")),
+        };
+        let mut feed = InotifyFeed {
+            inotify,
+            root: root.to_path_buf(),
+            root_device,
+            ignored,
+            limits,
+            folders: HashMap::new(),
+            broken: None,
+            buffer: vec![0; READ_BUFFER_BYTES],
+        };
+        feed.watch_tree(root, &mut Batch::new(false), pause);
+        if let Some(reason) = feed.broken.take() {
+            return off(reason);
+        }
+        tracing::info!(
+            root = %root.display(),
+            folders = feed.folders.len(),
+            "change notifications: inotify, read at the start of every call"
+        );
+        Some(feed)
+    }
+
+    pub(super) fn is_live(&self) -> bool {
+        self.broken.is_none()
+    }
+
+    pub(super) fn drain(&mut self) -> Changes {
+        if self.broken.is_some() {
+            return Changes::Unknown;
+        }
+        let mut batch = Batch::new(true);
+        self.read_pending(&mut batch);
+        if self.broken.is_some() {
+            return Changes::Unknown;
+        }
+        if batch.lost {
+            self.rewatch();
+            return Changes::Unknown;
+        }
+        let mut paths: Vec<PathBuf> = batch.paths.into_iter().collect();
+        paths.sort_unstable();
+        Changes::Paths(paths)
+    }
+
+    /// Reads and handles every queued event, until the queue is empty
+    /// or the drain has read its fill.
+    fn read_pending(&mut self, batch: &mut Batch) {
+        let mut handled = 0;
+        loop {
+            if handled >= self.limits.max_events {
+                batch.lost = true;
+                return;
+            }
+            let events: Vec<Event> = match self.inotify.read_events(&mut self.buffer) {
+                Ok(events) => events
+                    .map(|event| Event {
+                        watch: event.wd.get_watch_descriptor_id(),
+                        mask: event.mask,
+                        name: event.name.map(|name| name.to_os_string()),
+                    })
+                    .collect(),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    self.break_down(format!("reading notifications failed: {error}"));
+                    return;
+                }
+            };
+            handled += events.len();
+            for event in events {
+                self.handle(event, batch);
+                if self.broken.is_some() {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event, batch: &mut Batch) {
+        let mask = event.mask;
+        if mask.contains(EventMask::Q_OVERFLOW) || mask.contains(EventMask::UNMOUNT) {
+            batch.lost = true;
+            return;
+        }
+        // Events of a folder no longer watched (deleted or moved out, its
+        // watch removed) concern paths that are not below the root now.
+        let Some(folder) = self.folders.get(&event.watch).map(|w| w.path.clone()) else {
+            return;
+        };
+        if mask.contains(EventMask::IGNORED) {
+            // Deleted folders are forgotten at DELETE_SELF and moved ones
+            // at MOVED_FROM; a watch that ends otherwise was lost.
+            self.folders.remove(&event.watch);
+            batch.lost = true;
+            return;
+        }
+        let Some(name) = event.name else {
+            // An event on the watched folder itself.
+            if folder == self.root {
+                if mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF) {
+                    self.break_down("the project root was deleted or moved".to_string());
+                }
+            } else if mask.contains(EventMask::DELETE_SELF) {
+                self.folders.remove(&event.watch);
+                batch.report(folder, &self.limits);
+            }
+            // MOVE_SELF: the parent's MOVED_FROM and MOVED_TO tell where.
+            return;
+        };
+        let path = folder.join(&name);
+        let is_dir = mask.contains(EventMask::ISDIR);
+        if is_dir && mask.contains(EventMask::MOVED_FROM) {
+            // Moved away (maybe out of the root): its old watches would
+            // report paths that are no longer there. The MOVED_TO half,
+            // if the new place is below the root, watches it afresh.
+            self.forget_tree(&path);
+        } else if is_dir && !mask.contains(EventMask::DELETE) {
+            // Created, moved in, or permissions changed (a folder that
+            // becomes readable can be watched now).
+            self.watch_tree(&path, batch, &mut || {});
+        }
+        batch.report(path, &self.limits);
+    }
+
+    /// Watches `top` and every folder below it that `ignored` keeps. The
+    /// entries of each folder that was not watched before are reported:
+    /// whatever was made in it before its watch is covered that way.
+    /// `pause` is called before each folder.
+    fn watch_tree(&mut self, top: &Path, batch: &mut Batch, pause: &mut dyn FnMut()) {
+        let mut pending = vec![top.to_path_buf()];
+        while let Some(folder) = pending.pop() {
+            pause();
+            if folder != self.root && (self.ignored)(&folder, true) {
+                continue;
+            }
+            let newly_watched = match self.watch_folder(&folder) {
+                Watch::New => true,
+                Watch::Renewed => false,
+                Watch::Failed if self.broken.is_some() => return,
+                Watch::Failed => continue,
+            };
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                    pending.push(path.clone());
+                }
+                if newly_watched {
+                    batch.report(path, &self.limits);
+                }
+            }
+        }
+    }
+
+    /// Adds (or renews) the watch on one folder. `Failed` when the folder
+    /// cannot be watched (vanished, not a folder, unreadable) or when
+    /// notifications broke down.
+    fn watch_folder(&mut self, folder: &Path) -> Watch {
+        let Ok(metadata) = std::fs::symlink_metadata(folder) else {
+            return Watch::Failed;
+        };
+        if !metadata.is_dir() {
+            return Watch::Failed;
+        }
+        if metadata.dev() != self.root_device
+            && let Some(kind) = remote_file_system(folder)
+        {
+            self.break_down(format!(
+                "{} is on {kind}, which does not report other machines' writes",
+                folder.display()
+            ));
+            return Watch::Failed;
+        }
+        match self.inotify.watches().add(folder, watch_mask()) {
+            Ok(descriptor) => {
+                let number = descriptor.get_watch_descriptor_id();
+                let known = self.folders.get(&number).map(|watched| &watched.path);
+                if known.is_some_and(|path| path == folder) {
+                    return Watch::Renewed;
+                }
+                if known.is_none() && self.folders.len() >= self.limits.max_watched_folders {
+                    let _ = self.inotify.watches().remove(descriptor);
+                    self.break_down(format!(
+                        "more than {} folders to watch",
+                        self.limits.max_watched_folders
+                    ));
+                    return Watch::Failed;
+                }
+                self.folders.insert(
+                    number,
+                    Watched {
+                        path: folder.to_path_buf(),
+                        descriptor,
+                    },
+                );
+                Watch::New
+            }
+            Err(error) if error.raw_os_error() == Some(libc::ENOSPC) => {
+                self.break_down(
+                    "the inotify watch limit is reached; raise fs.inotify.max_user_watches"
+                        .to_string(),
+                );
+                Watch::Failed
+            }
+            Err(error)
+                if matches!(
+                    error.raw_os_error(),
+                    Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES | libc::ELOOP)
+                ) =>
+            {
+                Watch::Failed
+            }
+            Err(error) => {
+                self.break_down(format!("cannot watch {}: {error}", folder.display()));
+                Watch::Failed
+            }
+        }
+    }
+
+    /// Removes the watches of `top` and every folder below it.
+    fn forget_tree(&mut self, top: &Path) {
+        let gone: Vec<i32> = self
+            .folders
+            .iter()
+            .filter(|(_, watched)| watched.path.starts_with(top))
+            .map(|(number, _)| *number)
+            .collect();
+        for number in gone {
+            if let Some(watched) = self.folders.remove(&number) {
+                // The watch may be gone already (the folder was deleted).
+                let _ = self.inotify.watches().remove(watched.descriptor);
+            }
+        }
+    }
+
+    /// After a loss: watch the tree as it is now, and drop the watches of
+    /// folders no longer in it. The caller re-validates everything, so
+    /// nothing is reported.
+    fn rewatch(&mut self) {
+        let before = std::mem::take(&mut self.folders);
+        let root = self.root.clone();
+        self.watch_tree(&root, &mut Batch::new(false), &mut || {});
+        for (number, watched) in before {
+            if !self.folders.contains_key(&number) {
+                let _ = self.inotify.watches().remove(watched.descriptor);
+            }
+        }
+        tracing::debug!(
+            folders = self.folders.len(),
+            "change notifications were lost; the tree is watched again"
+        );
+    }
+
+    /// Notifications can no longer be trusted; say so once.
+    fn break_down(&mut self, reason: String) {
+        if self.broken.is_none() {
+            tracing::warn!(
+                root = %self.root.display(),
+                "change notifications stopped ({reason}): every call re-checks the tree"
+            );
+            self.broken = Some(reason);
+        }
+    }
+}
+
+/// The name of the file system holding `path` when it is one whose
+/// other clients' writes this kernel never hears of.
+pub(super) fn remote_file_system(path: &Path) -> Option<&'static str> {
+    let path = CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `stats` is a valid place for
+    // the kernel to write one `statfs`.
+    let result = unsafe { libc::statfs(path.as_ptr(), stats.as_mut_ptr()) };
+    if result != 0 {
+        return None;
+    }
+    // SAFETY: `statfs` succeeded, so it filled `stats`.
+    let stats = unsafe { stats.assume_init() };
+    // The magic numbers are 32-bit; `f_type` is wider on 64-bit targets.
+    let kind = stats.f_type as u32;
+    REMOTE_FILE_SYSTEMS
+        .iter()
+        .find(|(magic, _)| *magic == kind)
+        .map(|(_, name)| *name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ChangeWatcher, Changes, IgnoredFn, Limits};
+    use super::*;
+    use std::fs;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        watcher: ChangeWatcher,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            Self::with(
+                Box::new(|path, _| path.ends_with("node_modules")),
+                Limits::default(),
+            )
+        }
+
+        fn with(ignored: IgnoredFn, limits: Limits) -> Fixture {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let root = dunce::canonicalize(dir.path()).expect("canonical root");
+            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits, &mut || {});
+            assert!(watcher.is_live(), "inotify is available here");
+            Fixture {
+                _dir: dir,
+                root,
+                watcher,
+            }
+        }
+
+        fn path(&self, relative: &str) -> PathBuf {
+            self.root.join(relative)
+        }
+
+        fn write(&self, relative: &str, text: &str) {
+            let path = self.path(relative);
+            fs::create_dir_all(path.parent().expect("parent")).expect("create folders");
+            fs::write(path, text).expect("write");
+        }
+
+        /// The root-relative paths of one drain, which must not be Unknown.
+        fn drain(&self) -> Vec<String> {
+            match self.watcher.drain() {
+                Changes::Paths(paths) => paths
+                    .iter()
+                    .map(|path| {
+                        let relative = path.strip_prefix(&self.root).expect("below the root");
+                        relative.to_string_lossy().into_owned()
+                    })
+                    .collect(),
+                Changes::Unknown => panic!("drain answered Unknown"),
+            }
+        }
+    }
+
+    fn has(paths: &[String], expected: &[&str]) {
+        for path in expected {
+            assert!(
+                paths.iter().any(|p| p == path),
+                "{path} missing from {paths:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_untouched_tree_drains_empty() {
+        let fixture = Fixture::new();
+        fixture.write("a.txt", "a");
+        let _ = fixture.drain();
+        assert_eq!(fixture.drain(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn file_create_edit_delete_and_rename_are_seen_at_once() {
+        let fixture = Fixture::new();
+        fixture.write("src/a.rs", "one");
+        let _ = fixture.drain();
+
+        fixture.write("src/b.rs", "new");
+        assert_eq!(fixture.drain(), vec!["src/b.rs"]);
+
+        // The same size, within the same second: the content changed.
+        fixture.write("src/b.rs", "NEW");
+        assert_eq!(fixture.drain(), vec!["src/b.rs"]);
+
+        fs::rename(fixture.path("src/b.rs"), fixture.path("src/c.rs")).expect("rename");
+        assert_eq!(fixture.drain(), vec!["src/b.rs", "src/c.rs"]);
+
+        fs::remove_file(fixture.path("src/c.rs")).expect("delete");
+        assert_eq!(fixture.drain(), vec!["src/c.rs"]);
+
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(fixture.path("src/a.rs"))
+            .expect("open");
+        drop(file);
+        assert_eq!(fixture.drain(), vec!["src/a.rs"]);
+    }
+
+    #[test]
+    fn permission_changes_are_seen() {
+        use std::os::unix::fs::PermissionsExt;
+        let fixture = Fixture::new();
+        fixture.write("a.txt", "a");
+        let _ = fixture.drain();
+        fs::set_permissions(fixture.path("a.txt"), fs::Permissions::from_mode(0o000))
+            .expect("chmod");
+        assert_eq!(fixture.drain(), vec!["a.txt"]);
+    }
+
+    #[test]
+    fn a_new_folder_and_what_was_made_in_it_before_the_watch_are_seen() {
+        let fixture = Fixture::new();
+        // Folders and a file made before any drain: no watch on them yet.
+        fixture.write("a/b/c.txt", "c");
+        has(&fixture.drain(), &["a", "a/b", "a/b/c.txt"]);
+
+        // The new folders are watched now.
+        fixture.write("a/b/d.txt", "d");
+        assert_eq!(fixture.drain(), vec!["a/b/d.txt"]);
+    }
+
+    #[test]
+    fn a_renamed_folder_is_watched_at_its_new_path() {
+        let fixture = Fixture::new();
+        fixture.write("old/sub/f.txt", "f");
+        let _ = fixture.drain();
+
+        fs::rename(fixture.path("old"), fixture.path("new")).expect("rename");
+        has(
+            &fixture.drain(),
+            &["old", "new", "new/sub", "new/sub/f.txt"],
+        );
+
+        fixture.write("new/sub/g.txt", "g");
+        assert_eq!(fixture.drain(), vec!["new/sub/g.txt"]);
+    }
+
+    #[test]
+    fn a_folder_renamed_before_the_drain_saw_it_created_is_still_watched() {
+        let fixture = Fixture::new();
+        fixture.write("first/f.txt", "f");
+        fs::rename(fixture.path("first"), fixture.path("second")).expect("rename");
+        has(&fixture.drain(), &["first", "second", "second/f.txt"]);
+        fixture.write("second/g.txt", "g");
+        assert_eq!(fixture.drain(), vec!["second/g.txt"]);
+    }
+
+    #[test]
+    fn a_deleted_folder_is_reported_with_its_files() {
+        let fixture = Fixture::new();
+        fixture.write("gone/x/f.txt", "f");
+        let _ = fixture.drain();
+        fs::remove_dir_all(fixture.path("gone")).expect("delete");
+        has(&fixture.drain(), &["gone", "gone/x", "gone/x/f.txt"]);
+        // Recreated at the same path: watched afresh.
+        fixture.write("gone/again.txt", "g");
+        has(&fixture.drain(), &["gone", "gone/again.txt"]);
+        fixture.write("gone/more.txt", "m");
+        assert_eq!(fixture.drain(), vec!["gone/more.txt"]);
+    }
+
+    #[test]
+    fn a_folder_moved_out_of_the_root_is_no_longer_watched() {
+        let fixture = Fixture::new();
+        let outside = tempfile::tempdir().expect("outside");
+        fixture.write("leaving/f.txt", "f");
+        let _ = fixture.drain();
+        let away = outside.path().join("away");
+        fs::rename(fixture.path("leaving"), &away).expect("move out");
+        assert_eq!(fixture.drain(), vec!["leaving"]);
+        fs::write(away.join("g.txt"), "g").expect("write outside");
+        assert_eq!(fixture.drain(), Vec::<String>::new());
+
+        // Moved back in: watched and reported again.
+        fs::rename(&away, fixture.path("back")).expect("move in");
+        has(&fixture.drain(), &["back", "back/f.txt", "back/g.txt"]);
+        fixture.write("back/h.txt", "h");
+        assert_eq!(fixture.drain(), vec!["back/h.txt"]);
+    }
+
+    #[test]
+    fn ignored_folders_are_not_watched() {
+        let fixture = Fixture::new();
+        fixture.write("node_modules/pkg/index.js", "x");
+        let _ = fixture.drain();
+        fixture.write("node_modules/pkg/other.js", "y");
+        assert_eq!(fixture.drain(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn symlinks_are_reported_not_followed() {
+        let fixture = Fixture::new();
+        let outside = tempfile::tempdir().expect("outside");
+        std::os::unix::fs::symlink(outside.path(), fixture.path("link")).expect("symlink");
+        assert_eq!(fixture.drain(), vec!["link"]);
+        fs::write(outside.path().join("x.txt"), "x").expect("write outside");
+        assert_eq!(fixture.drain(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_kernel_queue_overflow_answers_unknown_then_recovers() {
+        let fixture = Fixture::new();
+        fixture.write("many/seed.txt", "s");
+        let _ = fixture.drain();
+        // Each new file queues at least CREATE and MODIFY; the kernel keeps
+        // fs.inotify.max_queued_events (16,384 by default) before it drops.
+        let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .unwrap_or(16_384);
+        for index in 0..queued / 2 + 64 {
+            fs::write(fixture.path(&format!("many/{index}.txt")), "x").expect("write");
+        }
+        assert_eq!(fixture.watcher.drain(), Changes::Unknown);
+        // Watched again: later changes are exact.
+        fixture.write("many/after.txt", "a");
+        assert_eq!(fixture.drain(), vec!["many/after.txt"]);
+        fixture.write("fresh/x.txt", "x");
+        has(&fixture.drain(), &["fresh", "fresh/x.txt"]);
+    }
+
+    #[test]
+    fn more_paths_than_one_answer_holds_answers_unknown() {
+        let limits = Limits {
+            max_paths: 10,
+            ..Limits::default()
+        };
+        let fixture = Fixture::with(Box::new(|_, _| false), limits);
+        for index in 0..20 {
+            fixture.write(&format!("{index}.txt"), "x");
+        }
+        assert_eq!(fixture.watcher.drain(), Changes::Unknown);
+        fixture.write("after.txt", "a");
+        assert_eq!(fixture.drain(), vec!["after.txt"]);
+    }
+
+    #[test]
+    fn more_events_than_one_drain_reads_answers_unknown() {
+        let limits = Limits {
+            max_events: 8,
+            ..Limits::default()
+        };
+        let fixture = Fixture::with(Box::new(|_, _| false), limits);
+        for index in 0..20 {
+            fixture.write(&format!("{index}.txt"), "x");
+        }
+        assert_eq!(fixture.watcher.drain(), Changes::Unknown);
+        assert!(fixture.watcher.is_live());
+    }
+
+    #[test]
+    fn the_folder_limit_turns_notifications_off_for_good() {
+        let limits = Limits {
+            max_watched_folders: 3,
+            ..Limits::default()
+        };
+        let fixture = Fixture::with(Box::new(|_, _| false), limits);
+        fixture.write("a/x.txt", "x");
+        fixture.write("b/x.txt", "x");
+        let _ = fixture.watcher.drain();
+        fixture.write("c/x.txt", "x");
+        assert_eq!(fixture.watcher.drain(), Changes::Unknown);
+        assert!(!fixture.watcher.is_live());
+        fixture.write("d.txt", "x");
+        assert_eq!(fixture.watcher.drain(), Changes::Unknown);
+    }
+
+    #[test]
+    fn a_tree_over_the_folder_limit_starts_without_notifications() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["a", "b", "c"] {
+            fs::create_dir(dir.path().join(name)).expect("mkdir");
+        }
+        let limits = Limits {
+            max_watched_folders: 2,
+            ..Limits::default()
+        };
+        let watcher =
+            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits, &mut || {});
+        assert!(!watcher.is_live());
+        assert_eq!(watcher.drain(), Changes::Unknown);
+    }
+
+    #[test]
+    fn a_deleted_root_answers_unknown_for_good() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let root = parent.path().join("proj");
+        fs::create_dir(&root).expect("mkdir");
+        let watcher = ChangeWatcher::start_with(
+            &root,
+            Box::new(|_, _| false),
+            true,
+            Limits::default(),
+            &mut || {},
+        );
+        fs::remove_dir(&root).expect("delete root");
+        assert_eq!(watcher.drain(), Changes::Unknown);
+        fs::create_dir(&root).expect("recreate");
+        assert_eq!(watcher.drain(), Changes::Unknown);
+    }
+
+    #[test]
+    fn start_watches_a_missing_root_as_off() {
+        let parent = tempfile::tempdir().expect("temp dir");
+        let watcher = ChangeWatcher::start_with(
+            &parent.path().join("missing"),
+            Box::new(|_, _| false),
+            true,
+            Limits::default(),
+            &mut || {},
+        );
+        assert!(!watcher.is_live());
+        assert_eq!(watcher.drain(), Changes::Unknown);
+    }
+
+    #[test]
+    fn local_file_systems_are_not_remote() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert_eq!(remote_file_system(dir.path()), None);
+    }
+}
