@@ -642,17 +642,23 @@ impl Tree {
         removed
     }
 
-    /// The folder as the gate sees it, when it is still a plain folder at
-    /// its own path (not replaced by a symlink).
+    /// The folder as a walk starts from it, when it is still a plain folder
+    /// at its own path (not replaced by a symlink) and not deny-listed.
+    /// Not through [`PathGate::resolve`]: its bounds (at most 256 names)
+    /// are for client input, and the tree holds whatever the walker
+    /// reaches from the root, as deep as the file system lets a path go.
     fn resolve_dir(&self, gate: &PathGate, dir: &str) -> Option<ResolvedPath> {
-        let resolved = gate.resolve(dir).ok()?;
         let expected = if dir == "." {
             self.root.clone()
         } else {
             self.path_of(dir)
         };
-        (resolved.real == expected && lstat(&expected).is_some_and(|m| m.is_dir()))
-            .then_some(resolved)
+        let real = dunce::canonicalize(&expected).ok()?;
+        (real == expected && !gate.is_denied(dir) && lstat(&expected).is_some_and(|m| m.is_dir()))
+            .then(|| ResolvedPath {
+                relative: dir.to_string(),
+                real,
+            })
     }
 
     /// Walks `dir` again from scratch, keeping what is known of entries

@@ -178,6 +178,69 @@ async fn future_dated(env: &[(&str, &str)]) {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn changes_below_the_256th_folder_are_seen() {
+    deep_tree(WATCH_ON).await;
+}
+
+#[tokio::test]
+async fn changes_below_the_256th_folder_are_seen_with_notifications_off() {
+    deep_tree(WATCH_OFF).await;
+}
+
+/// A tree deeper than a client's path may go (256 names): files created,
+/// edited, renamed and deleted at the bottom, and a deep folder renamed,
+/// are seen by the next call as the scan sees them.
+async fn deep_tree(env: &[(&str, &str)]) {
+    const LEVELS: usize = 300;
+    let project = base_project();
+    let deep: String = (0..LEVELS)
+        .map(|level| format!("d{}/", level % 10))
+        .collect();
+    project.write(&format!("{deep}first.txt"), "deep_first_end\n");
+    let (server, ready, _) = start_logged(&project.root, env).await;
+    let waited = Instant::now();
+    while !ready.load(Ordering::SeqCst) && waited.elapsed() < READY_WAIT {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let none = Vec::<String>::new();
+    let at = |name: &str| format!("{deep}{name}");
+    assert_eq!(
+        search_files(&server, "deep_first_end").await,
+        vec![at("first.txt")]
+    );
+    for round in 0..ROUNDS {
+        let token = format!("deep_created_{round}_end");
+        let created = at(&format!("c{round}.txt"));
+        project.write(&created, format!("{token}\n"));
+        assert_eq!(search_files(&server, &token).await, vec![created.clone()]);
+        assert!(find(&server, "**/c*.txt").await.contains(&created));
+        let renamed = at(&format!("r{round}.txt"));
+        fs::rename(project.root.join(&created), project.root.join(&renamed)).expect("rename");
+        assert_eq!(search_files(&server, &token).await, vec![renamed.clone()]);
+        fs::remove_file(project.root.join(&renamed)).expect("delete");
+        assert_eq!(search_files(&server, &token).await, none);
+        assert!(!find(&server, "**/r*.txt").await.contains(&renamed));
+    }
+    // A folder at level 280 renamed: everything below moves with it.
+    let upper: String = (0..280).map(|level| format!("d{}/", level % 10)).collect();
+    let lower: String = (280..LEVELS)
+        .map(|level| format!("d{}/", level % 10))
+        .collect();
+    let (from, to) = (
+        project.root.join(&upper),
+        project.root.join(format!("{upper}moved")),
+    );
+    fs::rename(from.join("d0"), &to).expect("rename a deep folder");
+    let moved = format!("{upper}moved/{}first.txt", &lower[3..]);
+    assert_eq!(
+        search_files(&server, "deep_first_end").await,
+        vec![moved.clone()]
+    );
+    assert_eq!(find(&server, "**/first.txt").await, vec![moved]);
+    server.stop().await;
+}
+
 /// A project with a root `.gitignore` that the rounds edit.
 fn base_project() -> TempProject {
     let project = TempProject::new();

@@ -319,3 +319,93 @@ async fn the_build_starts_once_the_session_is_up() {
     wait_for_index(&hasty_log).await;
     hasty.finish().await;
 }
+
+/// Folders nested deeper than a client's path may go (256 names): the
+/// model holds, lists and finds them as the scan does, before and after a
+/// change at the bottom.
+#[tokio::test]
+async fn a_tree_deeper_than_client_paths_answers_as_the_scan() {
+    const LEVELS: usize = 300;
+    let project = TempProject::new();
+    let mut deep = String::new();
+    for level in 0..LEVELS {
+        deep.push_str(&format!("d{}/", level % 10));
+        if level % 50 == 49 {
+            project.write(
+                &format!("{deep}at_{level}.txt"),
+                format!("deep_token {level}\n"),
+            );
+        }
+    }
+    project.write("top.txt", "deep_token top\n");
+    #[cfg(unix)]
+    beyond_path_max(&project.root.join("far"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (indexed, scanning) = two_servers(&project).await;
+    let compare = async |round: &str| {
+        let search = json!({"query": "deep_token", "max_results": 200});
+        let out = same_answer(&indexed, &scanning, "search_project_files", search).await;
+        let find = json!({"pattern": "**/*.txt", "max_results": 1000});
+        let found = same_answer(&indexed, &scanning, "find_project_files", find).await;
+        let list = json!({"depth": 20, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", list).await;
+        let list = json!({"path": "d0/d1/d2", "depth": 20, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", list).await;
+        (
+            round.to_string(),
+            out["count"].clone(),
+            found["count"].clone(),
+        )
+    };
+    let before = compare("before").await;
+    // Six files in the deep folders, the top one, and the five of `far`
+    // whose paths fit in 4,096 bytes: no walk reaches those below.
+    assert_eq!(before.1, json!(12), "{before:?}");
+    // A change at the bottom, below the 256th folder.
+    project.write(&format!("{deep}bottom.txt"), "deep_token bottom\n");
+    let after = compare("after").await;
+    assert_ne!(before.1, after.1, "{before:?} {after:?}");
+    indexed.stop().await;
+    scanning.stop().await;
+}
+
+/// Folders below `top` whose paths outgrow what the system takes in one
+/// path (4,096 bytes), made one level at a time, a file at every tenth.
+#[cfg(unix)]
+fn beyond_path_max(top: &std::path::Path) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    std::fs::create_dir_all(top).unwrap();
+    let name = std::ffi::CString::new("n".repeat(80)).unwrap();
+    let mut folder = std::fs::File::open(top).map(OwnedFd::from).unwrap();
+    for level in 0..70 {
+        // SAFETY: `folder` is an open directory and `name` a C string.
+        let fd = unsafe {
+            assert_eq!(libc::mkdirat(folder.as_raw_fd(), name.as_ptr(), 0o755), 0);
+            libc::openat(
+                folder.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY,
+            )
+        };
+        assert!(fd >= 0);
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        folder = unsafe { OwnedFd::from_raw_fd(fd) };
+        if level % 10 == 9 {
+            let file = std::ffi::CString::new("f.txt").unwrap();
+            // SAFETY: as above.
+            let fd = unsafe {
+                libc::openat(
+                    folder.as_raw_fd(),
+                    file.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT,
+                    0o644,
+                )
+            };
+            assert!(fd >= 0);
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            std::io::Write::write_all(&mut file, format!("deep_token far {level}\n").as_bytes())
+                .unwrap();
+        }
+    }
+}
