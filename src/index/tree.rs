@@ -496,6 +496,7 @@ impl Tree {
                 for path in paths {
                     self.classify(&path, &mut work);
                 }
+                self.check_linked(&mut work);
                 if work.names_unknown {
                     self.sweep(&mut work);
                 }
@@ -581,6 +582,26 @@ impl Tree {
             work.names_unknown = true;
         } else {
             work.files.extend(names.iter().cloned());
+        }
+    }
+
+    /// Files with several names: a write through a name the watcher does
+    /// not see (in a skipped folder, outside the root, or removed or moved
+    /// out before this call) changes what their names in the tree hold,
+    /// unreported. Their stamps are compared at every refresh; a changed
+    /// ignore file lists its folder again.
+    fn check_linked(&self, work: &mut Work) {
+        for name in self.ledger.linked.values().flatten() {
+            let Some((_, node)) = self.get(name) else {
+                continue;
+            };
+            if lstat(&self.path_of(name)).map(|m| Stamp::of(&m)) == node.stamp {
+                continue;
+            }
+            if IGNORE_FILES.contains(&name.rsplit('/').next().unwrap_or_default()) {
+                work.relist.push(parent_of(name).to_string());
+            }
+            work.files.push(name.clone());
         }
     }
 

@@ -401,6 +401,101 @@ async fn exercise(server: &Server, project: &TempProject, round: usize) {
 
     #[cfg(unix)]
     hard_links(server, project, round).await;
+    #[cfg(unix)]
+    hard_links_out_of_sight(server, project, round).await;
+}
+
+/// Files with a second name the change watcher cannot see: in a skipped
+/// folder (`node_modules`), removed before the next call, or moved out of
+/// the project with its folder; and an ignore file edited through such a
+/// name. A write through that name is seen by the next call all the same.
+#[cfg(unix)]
+async fn hard_links_out_of_sight(server: &Server, project: &TempProject, round: usize) {
+    let dir = format!("r{round}");
+    let root = &project.root;
+    let link = |from: &str, to: &str| {
+        fs::create_dir_all(root.join(to).parent().expect("parent")).expect("mkdir");
+        fs::hard_link(root.join(from), root.join(to)).expect("hard link");
+    };
+    let token = |what: &str, version: &str| format!("{what}_{version}_{round}_end");
+    let skipped = format!("{dir}/skipped/one.txt");
+    let removed = format!("{dir}/removed/one.txt");
+    let moved = format!("{dir}/staying/one.txt");
+    for (file, what) in [
+        (&skipped, "skipped"),
+        (&removed, "unlinked"),
+        (&moved, "away"),
+    ] {
+        project.write(file, format!("{}\n", token(what, "old")));
+    }
+    link(&skipped, &format!("node_modules/pkg{round}/two.txt"));
+    link(&removed, &format!("{dir}/removed_too/two.txt"));
+    link(&moved, &format!("{dir}/leaving/two.txt"));
+    let ignoring = format!("{dir}/ignoring");
+    project
+        .write(
+            &format!("{ignoring}/shown.txt"),
+            format!("{}\n", token("ignored", "old")),
+        )
+        .write(&format!("{ignoring}/.gitignore"), "# nothing\n");
+    link(
+        &format!("{ignoring}/.gitignore"),
+        &format!("node_modules/pkg{round}/rules"),
+    );
+    // Until its stamp is old enough to trust, a new file is searched
+    // whatever its index says: let every name be indexed first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (file, what) in [
+        (&skipped, "skipped"),
+        (&removed, "unlinked"),
+        (&moved, "away"),
+    ] {
+        assert!(
+            search_files(server, &token(what, "old"))
+                .await
+                .contains(file)
+        );
+    }
+    let shown = vec![format!("{ignoring}/shown.txt")];
+    assert_eq!(search_files(server, &token("ignored", "old")).await, shown);
+
+    let write = |name: &str, what: &str| {
+        fs::write(root.join(name), format!("{}\n", token(what, "new"))).expect("write");
+    };
+    write(&format!("node_modules/pkg{round}/two.txt"), "skipped");
+    assert_eq!(
+        search_files(server, &token("skipped", "new")).await,
+        vec![skipped]
+    );
+    assert_eq!(
+        search_files(server, &token("skipped", "old")).await,
+        Vec::<String>::new()
+    );
+
+    write(&format!("{dir}/removed_too/two.txt"), "unlinked");
+    fs::remove_file(root.join(format!("{dir}/removed_too/two.txt"))).expect("delete");
+    assert_eq!(
+        search_files(server, &token("unlinked", "new")).await,
+        vec![removed]
+    );
+
+    write(&format!("{dir}/leaving/two.txt"), "away");
+    let away = project.outside().join(format!("leaving{round}"));
+    fs::rename(root.join(format!("{dir}/leaving")), away).expect("move out");
+    assert_eq!(
+        search_files(server, &token("away", "new")).await,
+        vec![moved]
+    );
+
+    let rules = root.join(format!("node_modules/pkg{round}/rules"));
+    fs::write(&rules, "shown.txt\n").expect("edit the rules through the other name");
+    assert_eq!(
+        search_files(server, &token("ignored", "old")).await,
+        Vec::<String>::new()
+    );
+    assert!(!find(server, "**/shown.txt").await.contains(&shown[0]));
+    fs::write(&rules, "# nothing\n").expect("edit the rules back");
+    assert_eq!(search_files(server, &token("ignored", "old")).await, shown);
 }
 
 /// A file with two names in different folders: a write through one name
