@@ -403,6 +403,91 @@ async fn exercise(server: &Server, project: &TempProject, round: usize) {
     hard_links(server, project, round).await;
     #[cfg(unix)]
     hard_links_out_of_sight(server, project, round).await;
+    #[cfg(target_os = "linux")]
+    exchanges(server, project, round).await;
+}
+
+/// `renameat2(RENAME_EXCHANGE)`: each path takes the other's place at once.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).expect("no NUL");
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).expect("no NUL");
+    // SAFETY: both paths are NUL-terminated C strings.
+    let result = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(result, 0, "{}", std::io::Error::last_os_error());
+}
+
+/// Two folders exchanged, then a file and a folder: each side's old and
+/// new contents are seen, and so are files made under either afterwards.
+#[cfg(target_os = "linux")]
+async fn exchanges(server: &Server, project: &TempProject, round: usize) {
+    let dir = format!("r{round}");
+    let at = |relative: &str| project.root.join(format!("{dir}/{relative}"));
+    let (one, two) = (
+        format!("swap_one_{round}_end"),
+        format!("swap_two_{round}_end"),
+    );
+    project
+        .write(&format!("{dir}/xa/one.txt"), format!("{one}\n"))
+        .write(&format!("{dir}/xb/two.txt"), format!("{two}\n"))
+        .write(&format!("{dir}/xb/sub/three.txt"), "three\n")
+        .write(&format!("{dir}/xfile.txt"), format!("{one}\n"));
+    let with_dir = |names: &[&str]| -> Vec<String> {
+        names.iter().map(|name| format!("{dir}/{name}")).collect()
+    };
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xa/one.txt", "xfile.txt"])
+    );
+    exchange(&at("xa"), &at("xb"));
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xb/one.txt", "xfile.txt"])
+    );
+    assert_eq!(search_files(server, &two).await, with_dir(&["xa/two.txt"]));
+    assert_eq!(
+        find(server, &format!("{dir}/**/three.txt")).await,
+        with_dir(&["xa/sub/three.txt"])
+    );
+    // Until their stamps are old enough to trust, the exchanged folders
+    // are listed again by every call: wait, and let one call trust them,
+    // so that only the change feed can tell of what is made in them next.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(search_files(server, &two).await, with_dir(&["xa/two.txt"]));
+    let later = format!("swap_later_{round}_end");
+    for name in ["xa/later.txt", "xb/later.txt", "xa/sub/later.txt"] {
+        project.write(&format!("{dir}/{name}"), format!("{later}\n"));
+    }
+    assert_eq!(
+        search_files(server, &later).await,
+        with_dir(&["xa/later.txt", "xa/sub/later.txt", "xb/later.txt"])
+    );
+    // A file and a folder exchanged.
+    exchange(&at("xfile.txt"), &at("xb"));
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xb", "xfile.txt/one.txt"])
+    );
+    let last = format!("swap_last_{round}_end");
+    project.write(&format!("{dir}/xfile.txt/last.txt"), format!("{last}\n"));
+    assert_eq!(
+        search_files(server, &last).await,
+        with_dir(&["xfile.txt/last.txt"])
+    );
+    assert!(
+        list(server, &dir, 2)
+            .await
+            .contains(&format!("{dir}/xfile.txt/later.txt"))
+    );
 }
 
 /// Files with a second name the change watcher cannot see: in a skipped
