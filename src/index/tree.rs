@@ -12,7 +12,6 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::indexer::Indexer;
 use super::ngram::FileGrams;
 use super::watch::Changes;
 use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath};
@@ -53,10 +52,13 @@ pub enum Content {
     /// with a stamp that shows any change: the searcher would skip it, so
     /// it is never a candidate.
     Skipped,
-    /// Not indexed (unreadable, marked by a byte-order mark and not UTF-8
-    /// throughout, or changed too recently to trust its stamp): always a
-    /// candidate.
+    /// Not indexable (unreadable, or marked by a byte-order mark and not
+    /// UTF-8 throughout): always a candidate.
     Always,
+    /// Not read since it was last seen changed: a candidate the searcher
+    /// verifies, as the scan would, until the background indexing reads
+    /// it. A call never reads a file for the index.
+    Unread,
 }
 
 /// An ignore file as last read, to tell a real edit from a touch.
@@ -181,6 +183,9 @@ struct Ledger {
     lossy: usize,
     /// The names of each file with several names (hard links), by identity.
     linked: HashMap<(u64, u64), Vec<String>>,
+    /// Files the background indexing is to read: unread, with stamps
+    /// that can be trusted.
+    unread: BTreeSet<PathKey>,
     /// Files that held their base id (from the build) and hold it no
     /// longer: changed, gone, or re-read by a call during the build. The
     /// base names of all other files still stand for their file.
@@ -215,7 +220,14 @@ impl Ledger {
             }
             + identity.map_or(0, |_| relative.len() + LINKED_NAME_BYTES);
         let loose = node.kind == EntryKind::File
-            && matches!(node.content, Content::Fresh(_) | Content::Always);
+            && matches!(
+                node.content,
+                Content::Fresh(_) | Content::Always | Content::Unread
+            );
+        let unread = node.kind == EntryKind::File
+            && node.settled
+            && !node.lossy
+            && matches!(node.content, Content::Unread);
         if let Some(identity) = identity {
             let names = self.linked.entry(identity).or_default();
             if added {
@@ -241,6 +253,9 @@ impl Ledger {
             if loose {
                 self.loose.insert(PathKey(relative.to_string()));
             }
+            if unread {
+                self.unread.insert(PathKey(relative.to_string()));
+            }
         } else {
             self.bytes -= bytes;
             self.lossy -= usize::from(node.lossy);
@@ -249,6 +264,9 @@ impl Ledger {
             }
             if loose {
                 self.loose.remove(&PathKey(relative.to_string()));
+            }
+            if unread {
+                self.unread.remove(&PathKey(relative.to_string()));
             }
         }
     }
@@ -312,17 +330,10 @@ impl Tree {
         self.root.join(relative)
     }
 
-    /// A node for the walked entry at `real`; files are read and indexed
-    /// when an indexer is given, else only looked at (their contents
-    /// unknown, [`Content::Always`], until [`Tree::adopt`]).
-    pub fn make_node(
-        &self,
-        kind: EntryKind,
-        relative: &str,
-        real: &Path,
-        indexer: Option<&mut Indexer>,
-    ) -> Node {
-        self.make_node_after(kind, relative, real, indexer, None)
+    /// A node for the walked entry at `real`, only looked at: a file's
+    /// contents are [`Content::Unread`] until [`Tree::adopt`].
+    pub fn make_node(&self, kind: EntryKind, relative: &str, real: &Path) -> Node {
+        self.make_node_after(kind, relative, real, None)
     }
 
     /// [`Tree::make_node`] for an entry the tree knew as `earlier`: a stamp
@@ -332,7 +343,6 @@ impl Tree {
         kind: EntryKind,
         relative: &str,
         real: &Path,
-        indexer: Option<&mut Indexer>,
         earlier: Option<&Node>,
     ) -> Node {
         let path = self.path_of(relative);
@@ -351,20 +361,19 @@ impl Tree {
             node.settled = true;
             return node;
         }
-        match (kind, indexer) {
-            (EntryKind::File, Some(indexer)) => {
-                let known = earlier.and_then(|node| Some((node.stamp?, node.first_seen)));
-                let (stamp, settled, content) =
-                    indexer.read_after(&self.gate, &path, known, |_| None);
-                node.stamp = stamp;
-                node.settled = settled;
-                node.content = content;
-            }
-            (EntryKind::File, None) => {
+        match kind {
+            EntryKind::File => {
                 node.stamp = lstat(&path).map(|m| Stamp::of(&m));
-                node.settled = node.stamp.is_some_and(|s| !s.is_racy(seen_at));
+                let first_seen = earlier
+                    .filter(|earlier| earlier.stamp == node.stamp)
+                    .map_or(seen_at, |earlier| earlier.first_seen);
+                node.settled = node
+                    .stamp
+                    .is_some_and(|s| s.is_trusted(first_seen, seen_at));
+                node.first_seen = first_seen;
+                node.content = Content::Unread;
             }
-            (EntryKind::Dir, _) => {
+            EntryKind::Dir => {
                 let known = earlier.map(Node::dir_seen);
                 let (stamp, ignores, settled, first_seen) = dir_state(&self.gate, &path, known);
                 node.stamp = stamp;
@@ -372,29 +381,24 @@ impl Tree {
                 node.settled = settled;
                 node.first_seen = first_seen;
             }
-            (EntryKind::Symlink | EntryKind::Other, _) => {
+            EntryKind::Symlink | EntryKind::Other => {
                 node.stamp = lstat(&path).map(|m| Stamp::of(&m));
                 node.settled = true;
             }
-        }
-        if kind == EntryKind::File
-            && let Some(earlier) = earlier.filter(|earlier| earlier.stamp == node.stamp)
-        {
-            node.first_seen = earlier.first_seen;
         }
         node
     }
 
     /// Takes what the background indexing learned of the file `relative`
     /// when it read the version the file list holds: same stamp, trusted,
-    /// and not re-read by a call since (true). Otherwise the file stays as
-    /// the calls left it (false).
+    /// and not seen changed by a call since (true). Otherwise the file
+    /// stays as the calls left it (false).
     pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) -> bool {
         let unchanged = self.get(relative).is_some_and(|(_, node)| {
             node.kind == EntryKind::File
                 && node.settled
                 && node.stamp == Some(stamp)
-                && matches!(node.content, Content::Always)
+                && matches!(node.content, Content::Unread)
         });
         if unchanged && let Some(mut node) = self.remove(relative) {
             node.content = content;
@@ -402,6 +406,26 @@ impl Tree {
             return true;
         }
         false
+    }
+
+    /// Up to `max` files for the background indexing to read, in path
+    /// order, with the stamps the file list holds and when they were
+    /// first seen.
+    pub fn unread(&self, max: usize) -> Vec<(String, Stamp, SystemTime)> {
+        self.ledger
+            .unread
+            .iter()
+            .filter_map(|key| {
+                let node = self.nodes.get(key)?;
+                Some((key.0.clone(), node.stamp?, node.first_seen))
+            })
+            .take(max)
+            .collect()
+    }
+
+    /// Whether files wait for the background indexing.
+    pub fn has_unread(&self) -> bool {
+        !self.ledger.unread.is_empty()
     }
 
     /// Marks the file `relative` as no longer holding the base id the build
@@ -484,12 +508,7 @@ impl Tree {
     /// Brings the tree up to the disk. Returns how many entries changed, or
     /// `None` when the tree kept changing under the refresh and the caller
     /// should not trust the model for this call.
-    pub fn refresh(
-        &mut self,
-        changes: Changes,
-        gate: &PathGate,
-        indexer: &mut Indexer,
-    ) -> Option<usize> {
+    pub fn refresh(&mut self, changes: Changes, gate: &PathGate) -> Option<usize> {
         let mut work = Work::default();
         match changes {
             Changes::Paths(paths) => {
@@ -514,7 +533,7 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        work.apply(self, gate, indexer)
+        work.apply(self, gate)
     }
 
     /// Sorts one reported path into the work to do.
@@ -684,13 +703,7 @@ impl Tree {
 
     /// Walks `dir` again from scratch, keeping what is known of entries
     /// whose stamps did not change. Returns the entries changed.
-    fn rewalk(
-        &mut self,
-        gate: &PathGate,
-        dir: &str,
-        indexer: &mut Indexer,
-        work: &mut Work,
-    ) -> usize {
+    fn rewalk(&mut self, gate: &PathGate, dir: &str, work: &mut Work) -> usize {
         let mut old = self.remove_subtree(dir);
         let Some(start) = self.resolve_dir(gate, dir) else {
             // Gone or replaced: its parent lists what stands there now.
@@ -704,21 +717,14 @@ impl Tree {
         let entries = walk::walk(gate, &start, None, &WalkOptions::default()).unwrap_or_default();
         let mut changed = old.len().abs_diff(entries.len());
         for entry in entries {
-            let node =
-                self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
+            let node = self.reuse_or_make(old.remove(&entry.relative), &entry, &mut changed);
             self.insert(entry.relative, node);
         }
         self.restamp_dir(dir);
         changed
     }
 
-    fn reuse_or_make(
-        &self,
-        old: Option<Node>,
-        entry: &Entry,
-        indexer: &mut Indexer,
-        changed: &mut usize,
-    ) -> Node {
+    fn reuse_or_make(&self, old: Option<Node>, entry: &Entry, changed: &mut usize) -> Node {
         if let Some(node) = &old
             && node.kind == entry.kind
             && node.settled
@@ -727,13 +733,7 @@ impl Tree {
             return old.expect("matched above");
         }
         *changed += 1;
-        self.make_node_after(
-            entry.kind,
-            &entry.relative,
-            &entry.path,
-            Some(indexer),
-            old.as_ref(),
-        )
+        self.make_node_after(entry.kind, &entry.relative, &entry.path, old.as_ref())
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
@@ -776,13 +776,7 @@ impl Tree {
     }
 
     /// Lists `dir`'s children again; an edited ignore file re-walks it.
-    fn relist(
-        &mut self,
-        gate: &PathGate,
-        dir: &str,
-        indexer: &mut Indexer,
-        work: &mut Work,
-    ) -> usize {
+    fn relist(&mut self, gate: &PathGate, dir: &str, work: &mut Work) -> usize {
         let path = if dir == "." {
             self.root.clone()
         } else {
@@ -794,7 +788,7 @@ impl Tree {
         {
             work.rewalked.push(dir.to_string());
             // The rules changed even when no entry did.
-            return 1 + self.rewalk(gate, dir, indexer, work);
+            return 1 + self.rewalk(gate, dir, work);
         }
         let Some(start) = self.resolve_dir(gate, dir) else {
             let removed = self.remove_subtree(dir).len();
@@ -829,11 +823,10 @@ impl Tree {
                     if previous.is_some() {
                         self.remove_subtree(&child.relative);
                     }
-                    let node =
-                        self.make_node(child.kind, &child.relative, &child.path, Some(indexer));
+                    let node = self.make_node(child.kind, &child.relative, &child.path);
                     self.insert(child.relative.clone(), node);
                     if child.kind == EntryKind::Dir {
-                        changed += self.rewalk(gate, &child.relative, indexer, work);
+                        changed += self.rewalk(gate, &child.relative, work);
                     }
                 }
             }
@@ -847,7 +840,7 @@ impl Tree {
     }
 
     /// Re-reads a file whose stamp changed or could not be trusted.
-    fn recheck_file(&mut self, relative: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
+    fn recheck_file(&mut self, relative: &str, work: &mut Work) -> usize {
         let Some(node) = self.nodes.get(&PathKey(relative.to_string())) else {
             return 0;
         };
@@ -863,8 +856,7 @@ impl Tree {
         if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
             return 0;
         }
-        let fresh =
-            self.make_node_after(EntryKind::File, relative, &path, Some(indexer), Some(node));
+        let fresh = self.make_node_after(EntryKind::File, relative, &path, Some(node));
         self.insert(relative.to_string(), fresh);
         1
     }
@@ -918,10 +910,10 @@ struct Work {
 const MAX_ROUNDS: usize = 4;
 
 impl Work {
-    fn apply(mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> Option<usize> {
+    fn apply(mut self, tree: &mut Tree, gate: &PathGate) -> Option<usize> {
         let mut changed = 0;
         for _ in 0..MAX_ROUNDS {
-            changed += self.round(tree, gate, indexer);
+            changed += self.round(tree, gate);
             if self.relist.is_empty() && self.files.is_empty() && self.rewalk.is_empty() {
                 return Some(changed);
             }
@@ -929,7 +921,7 @@ impl Work {
         None
     }
 
-    fn round(&mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> usize {
+    fn round(&mut self, tree: &mut Tree, gate: &PathGate) -> usize {
         let mut changed = 0;
         // Listing a folder can reveal more folders to list (a vanished
         // child's parent): loop until nothing is left.
@@ -946,7 +938,7 @@ impl Work {
                 continue;
             }
             self.rewalked.push(dir.clone());
-            changed += tree.rewalk(gate, &dir, indexer, self);
+            changed += tree.rewalk(gate, &dir, self);
         }
         loop {
             let mut pending = std::mem::take(&mut self.relist);
@@ -967,7 +959,7 @@ impl Work {
                     listed.push(dir);
                     continue;
                 }
-                changed += tree.relist(gate, &dir, indexer, self);
+                changed += tree.relist(gate, &dir, self);
                 listed.push(dir);
             }
         }
@@ -975,7 +967,7 @@ impl Work {
         files.sort_by(|a, b| walk::path_order(a, b));
         files.dedup();
         for file in files {
-            changed += tree.recheck_file(&file, indexer, self);
+            changed += tree.recheck_file(&file, self);
         }
         changed
     }
@@ -1003,6 +995,7 @@ mod tests {
             limit_bytes: usize::MAX,
             change_notifications: true,
             state: Mutex::new(State::Building),
+            unread: std::sync::Condvar::new(),
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(true),
             calls: AtomicUsize::new(0),
@@ -1022,9 +1015,7 @@ mod tests {
             root.join("d2/new.txt"),
             root.join("d3/e0/f3.txt"),
         ]);
-        live.tree
-            .refresh(changes, &gate, &mut live.indexer)
-            .unwrap();
+        live.tree.refresh(changes, &gate).unwrap();
         let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
         let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();

@@ -409,3 +409,116 @@ fn beyond_path_max(top: &std::path::Path) {
         }
     }
 }
+
+/// Bytes read so far by the threads of process `pid` other than the
+/// model's background thread ("index-build"): what tool calls read.
+#[cfg(target_os = "linux")]
+fn read_by_calls(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        let task = task.expect("task").path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if name.trim() == "index-build" {
+            continue;
+        }
+        let io = std::fs::read_to_string(task.join("io")).unwrap_or_default();
+        total += io
+            .lines()
+            .find_map(|line| line.strip_prefix("rchar: "))
+            .and_then(|value| value.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
+/// After a bulk change (a branch switch), a call does not re-read the
+/// changed files for the index: they are candidates the searcher verifies
+/// until the background re-indexes them, so `find` reads no file at all
+/// and a search gives the scan's answer.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn calls_after_a_bulk_change_leave_re_indexing_to_the_background() {
+    const FILES: usize = 3_000;
+    let project = generated_tree(FILES);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = project.outside().join("indexed.log");
+    let args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = common::RawServer::start(&project.root, &args);
+    server.initialize("2025-06-18").await;
+    let pid = server.child.id().expect("pid");
+    wait_for_index(&log).await;
+    let padding = "appended line to make the change worth reading\n".repeat(60);
+    let (mut appended, mut changed) = (0, 0);
+    for entry in walkdir_files(&project.root).into_iter().filter(|path| {
+        let name = path.file_name().unwrap().to_string_lossy();
+        name.starts_with('f') && !path.to_string_lossy().contains("ignored_dir")
+    }) {
+        let mut text = std::fs::read_to_string(&entry).unwrap();
+        text.push_str(&padding);
+        text.push_str(&format!(
+            "bulk_{}\n",
+            entry.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&entry, text).unwrap();
+        appended += padding.len();
+        changed += 1;
+    }
+    let call = |id: u64, tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+    };
+    let before = read_by_calls(pid);
+    server
+        .send(&call(
+            1,
+            "find_project_files",
+            json!({"pattern": "**/f1*.rs"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(1)).await;
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    let read = read_by_calls(pid) - before;
+    // The call reads the change notifications (a few dozen bytes per
+    // change) and its request, not the files.
+    let notifications = changed * 256 + 64 * 1024;
+    assert!(notifications < appended / 4);
+    assert!(
+        read < notifications as u64,
+        "find read {read} bytes after {appended} bytes were appended to {changed} files"
+    );
+    // The changed files are verified by the searcher meanwhile.
+    server
+        .send(&call(
+            2,
+            "search_project_files",
+            json!({"query": "bulk_f1003"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(2)).await;
+    let files: Vec<&str> = answer["result"]["structuredContent"]["matches"]
+        .as_array()
+        .expect("matches")
+        .iter()
+        .map(|hit| hit["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["m3/s0/f1003.md"], "{answer}");
+    server.finish().await;
+}
+
+/// Every regular file below `dir`, symlinks not followed.
+fn walkdir_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
+}
