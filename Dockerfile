@@ -26,8 +26,8 @@ COPY . .
 # musl targets link statically by default, so the binary runs on scratch.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin mcp-project-helper \
-    && cp target/release/mcp-project-helper /mcp-project-helper
+    cargo build --profile dist --locked --bin mcp-project-helper \
+    && cp target/dist/mcp-project-helper /mcp-project-helper
 
 FROM scratch AS image-base
 ARG VERSION=dev

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use mcp_project_helper::cancel::Cancel;
 use mcp_project_helper::config::IndexConfig;
+use mcp_project_helper::corpus::Corpus;
 use mcp_project_helper::index::TreeModel;
 use mcp_project_helper::security::PathGate;
 use mcp_project_helper::tools::search::{
@@ -299,7 +300,8 @@ fn run_ours(gate: &PathGate, input: &SearchInput) -> (Duration, usize, bool) {
         },
     );
     let started = Instant::now();
-    let output = search(gate, &no_model, input, &Cancel::never()).expect("search succeeds");
+    let output =
+        search(&Corpus::new(gate, &no_model), input, &Cancel::never()).expect("search succeeds");
     (started.elapsed(), output.count, output.truncated)
 }
 

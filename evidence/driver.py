@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replays the six verification requests with two MCP clients this project
+"""Replays the eight verification requests with two MCP clients this project
 did not write, against the release binary and the container image.
 
 Start it through `evidence/run.sh`, which installs the pinned clients,
@@ -59,11 +59,13 @@ TOOLS = [
     "read_project_file",
     "list_project_directory",
     "find_project_files",
+    "outline_project_file",
+    "find_symbol_definitions",
     "get_docs",
     "run_project_check",
 ]
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
-EXPECTED_ANNOTATIONS = {name: READ_ONLY for name in TOOLS[:5]} | {
+EXPECTED_ANNOTATIONS = {name: READ_ONLY for name in TOOLS if name != "run_project_check"} | {
     "run_project_check": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
 }
 
@@ -635,6 +637,59 @@ async def search_then_read(client: Client, target: Target) -> tuple[str, list[st
     )
 
 
+MODELS_OUTLINE = [
+    {"kind": "class", "name": "Product", "line": 7, "end_line": 10, "signature": "class Product:", "children": []},
+    {
+        "kind": "class",
+        "name": "Order",
+        "line": 14,
+        "end_line": 20,
+        "signature": "class Order:",
+        "children": [
+            {"kind": "method", "name": "total", "line": 18, "end_line": 20,
+             "signature": "def total(self) -> float:", "children": []}
+        ],
+    },
+]
+
+
+async def outline_models(client: Client, target: Target) -> tuple[str, list[str]]:
+    problems: list[str] = []
+    data = success(await client.call("outline_project_file", {"path": "demo_app/models.py"}), problems)
+    if data is None:
+        return failure_summary(problems), problems
+    for key, value in {"file": "demo_app/models.py", "language": "python", "count": 3, "truncated": False}.items():
+        if data.get(key) != value:
+            problems.append(f"{key} is {data.get(key)!r}, expected {value!r}")
+    if data.get("symbols") != MODELS_OUTLINE:
+        problems.append(f"symbols are {json.dumps(data.get('symbols'))}, expected {json.dumps(MODELS_OUTLINE)}")
+    if problems:
+        return failure_summary(problems), problems
+    return "3 symbols: class Product 7-10; class Order 14-20 with method total 18-20", problems
+
+
+async def define_apply_discount(client: Client, target: Target) -> tuple[str, list[str]]:
+    problems: list[str] = []
+    data = success(await client.call("find_symbol_definitions", {"name": "apply_discount"}), problems)
+    if data is None:
+        return failure_summary(problems), problems
+    expected = [{
+        "file": "demo_app/services.py",
+        "line": 12,
+        "end_line": 18,
+        "kind": "function",
+        "name": "apply_discount",
+        "parent": None,
+        "signature": "def apply_discount(order: Order, percent: float) -> float:",
+    }]
+    definitions = data.get("definitions")
+    if definitions != expected or data.get("count") != 1 or data.get("truncated") is not False:
+        problems.append(f"definitions are {json.dumps(definitions)} (count {data.get('count')!r}), expected {json.dumps(expected)}")
+    if problems:
+        return failure_summary(problems), problems
+    return "1 definition: demo_app/services.py:12-18 function apply_discount (the 3 uses in tests are not definitions)", problems
+
+
 def passwd_lines() -> list[str]:
     """The host's /etc/passwd lines (and the one every system has), to prove none leaked."""
     lines = {"root:x:0:0"}
@@ -663,8 +718,8 @@ REQUESTS = [
         0,
         "handshake",
         "initialize, tools/list",
-        lambda t: "serverInfo.name `mcp-project-helper` and the crate version; exactly the six tools; "
-        "the five read tools `readOnlyHint: true, openWorldHint: false`, run_project_check "
+        lambda t: "serverInfo.name `mcp-project-helper` and the crate version; exactly the eight tools; "
+        "the seven read tools `readOnlyHint: true, openWorldHint: false`, run_project_check "
         "`readOnlyHint: false, destructiveHint: false, openWorldHint: false`; every tool has an outputSchema",
         handshake_request,
     ),
@@ -714,6 +769,22 @@ REQUESTS = [
         lambda t: "isError: true, the message says the path leaves the project root, "
         "and no line of /etc/passwd (such as root's) anywhere in the exchange",
         read_outside_root,
+    ),
+    Request(
+        7,
+        "outline demo_app/models.py",
+        "outline_project_file",
+        lambda t: "language `python`, count 3, truncated false, and exactly the symbols of the SPEC example: "
+        "class Product 7-10; class Order 14-20 with the method total 18-20, with their signatures",
+        outline_models,
+    ),
+    Request(
+        8,
+        "where is `apply_discount` defined",
+        "find_symbol_definitions",
+        lambda t: "exactly one definition: demo_app/services.py lines 12-18, kind function, parent null, "
+        "signature `def apply_discount(order: Order, percent: float) -> float:`",
+        define_apply_discount,
     ),
 ]
 

@@ -50,6 +50,8 @@ pub struct Config {
     pub root: Option<PathBuf>,
     /// Markdown folder for `get_docs`; `None` means `<root>/docs`.
     pub docs_root: Option<PathBuf>,
+    /// The operator file read (already read: kept for `config` snippets).
+    pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     pub log_level: LogLevel,
     /// Checks from the operator config: a name maps to a check or to `false`
@@ -219,13 +221,15 @@ impl Config {
             Some(text) if !text.trim().is_empty() => LogLevel::parse(text)?,
             _ => LogLevel::Info,
         };
-        let file = match overrides.config_file.as_deref() {
+        let config_file = resolve(overrides.config_file)?;
+        let file = match config_file.as_deref() {
             Some(path) => OperatorFile::load(path)?,
             None => OperatorFile::default(),
         };
         Ok(Self {
             root,
             docs_root,
+            config_file,
             log_file: resolve(overrides.log_file)?,
             log_level,
             checks: file.checks(),
@@ -255,13 +259,15 @@ impl Config {
     }
 }
 
-/// Resolves a relative `--root`, `--docs` or `--log-file` (or its
-/// variable) against the top of the repository holding the working
-/// directory: the nearest folder, the working directory included, that
-/// holds `.git` (a folder, or a file in worktrees and submodules); outside
-/// any repository, against the working directory. Never above that top.
+/// Resolves a relative `--root`, `--docs`, `--config` or `--log-file` (or its
+/// variable) against the top of the project holding the working directory:
+/// the nearest folder, the working directory included, that holds `.git`
+/// (a folder, or a file in worktrees and submodules); in a tree without
+/// `.git` (an archive copy), the nearest that holds one of the hosts'
+/// project config files ([`PROJECT_CONFIG_FILES`]); else the working
+/// directory itself. Never above that top.
 ///
-/// Why the repository top: hosts start servers in whatever folder they were
+/// Why the project top: hosts start servers in whatever folder they were
 /// launched from (Claude Code from `src/` starts the server there, and its
 /// `CLAUDE_PROJECT_DIR` and MCP root say `src/` too), while the shared
 /// configs that carry relative paths (`.mcp.json`, `.codex/config.toml`,
@@ -276,17 +282,120 @@ pub fn resolve_relative_to_repository(path: PathBuf) -> Result<PathBuf, ConfigEr
         path: path.clone(),
         source,
     })?;
-    let base = working_dir
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .unwrap_or(&working_dir);
-    Ok(base.join(path))
+    Ok(project_top(&working_dir).join(path))
 }
 
-/// Canonicalizes an operator-given root once; `dunce` keeps Windows paths
-/// free of the `\\?\` prefix.
+/// The project config files hosts read from a project's top folder, which
+/// mark that top in a tree without `.git`.
+pub const PROJECT_CONFIG_FILES: &[&str] = &[
+    ".mcp.json",
+    ".vscode/mcp.json",
+    ".cursor/mcp.json",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+];
+
+/// The top of the project holding `dir`: see [`resolve_relative_to_repository`].
+pub fn project_top(dir: &Path) -> PathBuf {
+    let holds = |names: &[&str]| {
+        dir.ancestors()
+            .find(|folder| names.iter().any(|name| folder.join(name).exists()))
+            .map(Path::to_path_buf)
+    };
+    holds(&[".git"])
+        .or_else(|| holds(PROJECT_CONFIG_FILES))
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// Why `root`, taken from the working folder because nothing named a
+/// project, cannot be the project: it is a file system's root, the user's
+/// home folder or a folder above it, or a system folder. A host that
+/// starts servers there (Zed has started them from `/`) would otherwise
+/// hand the whole machine to the model. `None` when it may be served.
+pub fn unsuitable_default_root(root: &Path) -> Option<&'static str> {
+    if root.parent().is_none() {
+        return Some("a file system's root");
+    }
+    let home = std::env::home_dir().and_then(|home| dunce::canonicalize(home).ok());
+    if let Some(home) = home {
+        if home == root {
+            return Some("your home folder");
+        }
+        if home.starts_with(root) {
+            return Some("a folder that holds your home folder");
+        }
+    }
+    is_system_folder(root).then_some("a system folder")
+}
+
+/// Folders of the operating system (exactly these, not what lies below).
+fn is_system_folder(root: &Path) -> bool {
+    #[cfg(windows)]
+    const SYSTEM: &[&[&str]] = &[
+        &["Windows"],
+        &["Windows", "System32"],
+        &["Program Files"],
+        &["Program Files (x86)"],
+        &["ProgramData"],
+        &["Users"],
+    ];
+    #[cfg(not(windows))]
+    const SYSTEM: &[&[&str]] = &[
+        &["bin"],
+        &["boot"],
+        &["dev"],
+        &["etc"],
+        &["home"],
+        &["lib"],
+        &["lib32"],
+        &["lib64"],
+        &["media"],
+        &["mnt"],
+        &["opt"],
+        &["proc"],
+        &["root"],
+        &["run"],
+        &["sbin"],
+        &["srv"],
+        &["sys"],
+        &["tmp"],
+        &["usr"],
+        &["usr", "bin"],
+        &["usr", "lib"],
+        &["usr", "local"],
+        &["usr", "local", "bin"],
+        &["usr", "share"],
+        &["var"],
+        &["var", "tmp"],
+        &["Applications"],
+        &["Library"],
+        &["System"],
+        &["Users"],
+        &["Volumes"],
+        &["private"],
+        &["private", "tmp"],
+        &["private", "var"],
+    ];
+    let names: Vec<String> = root
+        .components()
+        .filter_map(|part| match part {
+            std::path::Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    SYSTEM.iter().any(|system| {
+        system.len() == names.len()
+            && system
+                .iter()
+                .zip(&names)
+                .all(|(want, name)| want.eq_ignore_ascii_case(name))
+    })
+}
+
+/// Canonicalizes an operator-given root once, in the gate's plain form
+/// (no `\\?\` prefix on Windows, however long the path).
 pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    let canonical = dunce::canonicalize(path).map_err(|_| ConfigError::RootMissing {
+    let canonical = crate::security::canonicalize(path).map_err(|_| ConfigError::RootMissing {
         path: path.to_path_buf(),
     })?;
     if !canonical.is_dir() {
@@ -296,7 +405,7 @@ pub fn canonical_dir(path: &Path) -> Result<PathBuf, ConfigError> {
 }
 
 fn canonical_docs_dir(path: &Path) -> Result<PathBuf, ConfigError> {
-    match dunce::canonicalize(path) {
+    match crate::security::canonicalize(path) {
         Ok(canonical) if canonical.is_dir() => Ok(canonical),
         _ => Err(ConfigError::DocsNotDirectory {
             path: path.to_path_buf(),
@@ -961,6 +1070,67 @@ globs = ["*.secret", "private/**"]
         assert_eq!(LogLevel::parse("warning").unwrap(), LogLevel::Warning);
         assert_eq!(LogLevel::parse("Critical").unwrap(), LogLevel::Critical);
         assert!(LogLevel::parse("loud").is_err());
+    }
+
+    #[test]
+    fn roots_nobody_chose_are_unsuitable_when_they_hold_the_machine() {
+        let filesystem_root = if cfg!(windows) { r"C:\" } else { "/" };
+        assert_eq!(
+            unsuitable_default_root(Path::new(filesystem_root)),
+            Some("a file system's root")
+        );
+        let home = dunce::canonicalize(std::env::home_dir().expect("home")).expect("home exists");
+        assert_eq!(unsuitable_default_root(&home), Some("your home folder"));
+        if let Some(above) = home.parent().filter(|above| above.parent().is_some()) {
+            assert!(
+                unsuitable_default_root(above).is_some(),
+                "{}",
+                above.display()
+            );
+        }
+        let system = if cfg!(windows) {
+            [r"C:\Windows", r"C:\Program Files", r"c:\windows\system32"]
+        } else {
+            ["/etc", "/usr", "/usr/local"]
+        };
+        for folder in system {
+            assert_eq!(
+                unsuitable_default_root(Path::new(folder)),
+                Some("a system folder"),
+                "{folder}"
+            );
+        }
+        let project = tempfile::tempdir().expect("tempdir");
+        let project = dunce::canonicalize(project.path()).expect("canonical");
+        assert_eq!(unsuitable_default_root(&project), None);
+        assert_eq!(unsuitable_default_root(&project.join("src")), None);
+        let below_system = if cfg!(windows) {
+            r"C:\Windows\Temp\proj"
+        } else {
+            "/usr/src/proj"
+        };
+        assert_eq!(unsuitable_default_root(Path::new(below_system)), None);
+    }
+
+    #[test]
+    fn the_project_top_is_the_repository_else_the_folder_of_a_host_config() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let top = dir.path().join("archive copy");
+        let deep = top.join("src").join("deep");
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        assert_eq!(project_top(&deep), deep, "no marker: the folder itself");
+        for marker in PROJECT_CONFIG_FILES {
+            let file = top.join(marker);
+            std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&file, "{}").expect("write");
+            assert_eq!(project_top(&deep), top, "{marker}");
+            std::fs::remove_file(&file).expect("rm");
+        }
+        // A repository wins over a host config in a subfolder.
+        std::fs::write(top.join("src").join(".mcp.json"), "{}").expect("write");
+        assert_eq!(project_top(&deep), top.join("src"));
+        std::fs::create_dir(top.join(".git")).expect("mkdir");
+        assert_eq!(project_top(&deep), top);
     }
 
     #[test]

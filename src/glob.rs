@@ -1,6 +1,9 @@
 //! The glob matcher behind find's `pattern` and search's `glob`, one
 //! semantics for both: `*` and `?` never cross `/`, `**` does, `{a,b}`
 //! alternates, and a pattern without `/` matches the file name at any depth.
+//! On Windows `\` is a path separator there as everywhere else (what a
+//! Windows user types: `src\*.rs`), so it is read as `/` and escapes
+//! nothing; elsewhere it escapes the character after it.
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -43,7 +46,8 @@ impl PathGlob {
                 "glob has {wildcards} wildcards; at most {MAX_GLOB_WILDCARDS} of *, ?, [, {{ and , are allowed"
             )));
         }
-        let trimmed = pattern.trim().trim_start_matches("./");
+        let spelled = separators_as_slashes(pattern);
+        let trimmed = spelled.trim().trim_start_matches("./");
         if trimmed.is_empty() {
             return Err(GlobError(
                 "glob is empty; give a pattern such as '*.py', '**/*.rs' or 'src/*.{ts,tsx}'"
@@ -52,7 +56,7 @@ impl PathGlob {
         }
         let glob = GlobBuilder::new(trimmed)
             .literal_separator(true)
-            .backslash_escape(true)
+            .backslash_escape(cfg!(not(windows)))
             .build()
             .map_err(|error| {
                 GlobError(format!(
@@ -75,6 +79,21 @@ impl PathGlob {
             self.matcher.is_match(below)
         }
     }
+}
+
+/// The pattern with Windows' `\` separators spelled `/`.
+#[cfg(windows)]
+fn separators_as_slashes(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if pattern.contains('\\') {
+        std::borrow::Cow::Owned(pattern.replace('\\', "/"))
+    } else {
+        std::borrow::Cow::Borrowed(pattern)
+    }
+}
+
+#[cfg(not(windows))]
+fn separators_as_slashes(pattern: &str) -> std::borrow::Cow<'_, str> {
+    std::borrow::Cow::Borrowed(pattern)
 }
 
 /// The part of a root-relative `entry` below the root-relative folder `base`.
@@ -133,6 +152,32 @@ mod tests {
         let error = PathGlob::new(&stars).unwrap_err().to_string();
         assert!(error.contains("at most 64"), "{error}");
         assert!(PathGlob::new(&"*/".repeat(MAX_GLOB_WILDCARDS / 2)).is_ok());
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn backslashes_are_separators_on_windows() {
+        let glob = PathGlob::new(r"demo_app\*.py").expect("glob");
+        assert!(glob.is_match("demo_app/models.py"));
+        assert!(!glob.is_match("demo_app/deep/models.py"));
+        assert!(
+            PathGlob::new(r"src\**\*.rs")
+                .expect("glob")
+                .is_match("src/a/b.rs")
+        );
+        assert!(
+            PathGlob::new(r".\*.md")
+                .expect("glob")
+                .is_match("docs/x.md")
+        );
+    }
+
+    #[cfg(not(windows))]
+    #[test]
+    fn backslashes_escape_elsewhere() {
+        let glob = PathGlob::new(r"a\*b").expect("glob");
+        assert!(glob.is_match("a*b"));
+        assert!(!glob.is_match("axb"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Some(Command::Checks) => report::print_checks(&config),
-        Some(Command::Config(args)) => hosts::print_snippet(&args, &config),
+        Some(Command::Config(args)) => hosts::print_snippet(&args, &cli.server, &config),
         None => {
             if let Err(error) = logging::init(&config) {
                 eprintln!("mcp-project-helper: {error}");

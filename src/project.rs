@@ -5,23 +5,26 @@
 //! `file://` URIs included, is here; asking the client is the server's).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{RwLock, watch};
 
+use crate::cancel::Cancel;
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
+use crate::corpus::Corpus;
 use crate::index::TreeModel;
 use crate::security::PathGate;
+use crate::walk::{self, EntryKind, WalkOptions};
 
 #[derive(Debug)]
 pub struct Project {
     pub gate: PathGate,
-    /// The docs folder relative to the root, resolved through the gate on
-    /// every get_docs call; or why get_docs is refused (the folder lies
-    /// outside the root).
-    pub docs: Result<String, String>,
+    /// Where get_docs reads, or why get_docs is refused (the default
+    /// folder leads outside the root).
+    pub docs: Result<DocsFolder, String>,
     /// The docs folder as configured or defaulted, for messages.
     pub docs_location: PathBuf,
     /// Detected on first use, not at start: reading the project's files
@@ -35,6 +38,17 @@ pub struct Project {
     pub model: TreeModel,
 }
 
+/// Where get_docs reads.
+#[derive(Debug)]
+pub enum DocsFolder {
+    /// A folder inside the root, root-relative, resolved through the
+    /// root's gate on every call (its deny rules and ignore files apply).
+    InRoot(String),
+    /// A folder the operator named outside the root: read through a gate
+    /// rooted there (no symlink leaves it), with the same deny rules.
+    Outside(Box<PathGate>),
+}
+
 impl Project {
     /// `root` must be canonical.
     pub fn open(config: &Config, root: PathBuf) -> Result<Self, String> {
@@ -43,7 +57,7 @@ impl Project {
             .docs_root
             .clone()
             .unwrap_or_else(|| root.join("docs"));
-        let docs = docs_folder(&gate, &docs_location);
+        let docs = docs_folder(&gate, &docs_location, config);
         let model = TreeModel::new(&gate, &config.index);
         Ok(Self {
             model,
@@ -53,6 +67,11 @@ impl Project {
             checks: OnceLock::new(),
             config: config.clone(),
         })
+    }
+
+    /// The project's files as a call sees them.
+    pub fn corpus(&self) -> Corpus<'_> {
+        Corpus::new(&self.gate, &self.model)
     }
 
     /// The checks this project offers: the configured ones and those
@@ -70,35 +89,56 @@ impl Project {
     }
 }
 
-/// The docs folder, root-relative: get_docs reads it through the root's
-/// gate, walker and deny rules like any other folder. A folder configured
-/// or linked outside the root is refused (SPEC), and said so in the log.
-fn docs_folder(gate: &PathGate, location: &Path) -> Result<String, String> {
+/// Where get_docs reads (SPEC, security rules): the default `<root>/docs`
+/// must resolve inside the root, so that a cloned repository cannot point
+/// it elsewhere with a symlink; a folder the operator named (already
+/// canonical) may lie anywhere, and outside the root it gets a gate of its
+/// own.
+fn docs_folder(gate: &PathGate, location: &Path, config: &Config) -> Result<DocsFolder, String> {
+    let named = config.docs_root.is_some();
     let refused = |how: &str| {
         let reason = format!(
-            "the docs folder {} {how} the project root {}, so get_docs is refused; get_docs only serves Markdown inside the project (point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a folder inside the root)",
+            "the docs folder {} {how} the project root {}, so get_docs is refused; the default docs folder must lie inside the project (the operator can name any Markdown folder with --docs or MCP_PROJECT_HELPER_DOCS_ROOT)",
             location.display(),
             gate.root().display()
         );
         tracing::warn!(docs = %location.display(), "{reason}");
         reason
     };
+    let outside = || {
+        PathGate::new(location.to_path_buf(), &config.deny_globs)
+            .map(|gate| DocsFolder::Outside(Box::new(gate)))
+            .map_err(|error| {
+                let reason = format!(
+                    "the docs folder {} cannot be opened ({error}), so get_docs is refused",
+                    location.display()
+                );
+                tracing::warn!(docs = %location.display(), "{reason}");
+                reason
+            })
+    };
     let Some(relative) = gate.relative_of(location) else {
-        return Err(refused("lies outside"));
+        return if named {
+            outside()
+        } else {
+            Err(refused("lies outside"))
+        };
     };
     if gate.leads_outside(&relative) {
         return Err(refused("resolves (through a symlink) outside"));
     }
     // Missing, denied or not a folder: decided again on every call.
-    Ok(relative)
+    Ok(DocsFolder::InRoot(relative))
 }
 
 /// The current project, swapped atomically when the client's roots change.
 /// Tool calls that arrive while the roots are being asked for wait briefly,
 /// so the first call after `initialized` already sees the client's root.
+/// Empty while no project is named yet (the server was started in a folder
+/// it will not serve, and waits for the client's roots).
 #[derive(Debug)]
 pub struct ProjectSlot {
-    current: RwLock<Arc<Project>>,
+    current: RwLock<Result<Arc<Project>, String>>,
     resolving: watch::Sender<bool>,
 }
 
@@ -106,28 +146,30 @@ pub struct ProjectSlot {
 const ROOTS_WAIT: Duration = Duration::from_secs(3);
 
 impl ProjectSlot {
-    pub fn new(project: Project) -> Self {
+    /// `project` is the project, or why there is none until the client
+    /// names one.
+    pub fn new(project: Result<Project, String>) -> Self {
         Self {
-            current: RwLock::new(Arc::new(project)),
+            current: RwLock::new(project.map(Arc::new)),
             resolving: watch::Sender::new(false),
         }
     }
 
-    /// The project for a call; its model's build starts now if the
-    /// session's start did not start it (a client that never sent
-    /// `initialized`).
-    pub async fn get(&self) -> Arc<Project> {
+    /// The project for a call, or why there is none; its model's build
+    /// starts now if the session's start did not start it (a client that
+    /// never sent `initialized`).
+    pub async fn get(&self) -> Result<Arc<Project>, String> {
         let mut receiver = self.resolving.subscribe();
         if *receiver.borrow() {
             let _ = tokio::time::timeout(ROOTS_WAIT, receiver.wait_for(|busy| !busy)).await;
         }
-        let project = self.current.read().await.clone();
+        let project = self.current().await?;
         project.model.start();
-        project
+        Ok(project)
     }
 
     /// The current project without waiting for a pending roots answer.
-    pub async fn current(&self) -> Arc<Project> {
+    pub async fn current(&self) -> Result<Arc<Project>, String> {
         self.current.read().await.clone()
     }
 
@@ -135,7 +177,7 @@ impl ProjectSlot {
     /// starts at once.
     pub async fn replace(&self, project: Project) {
         project.model.start();
-        *self.current.write().await = Arc::new(project);
+        *self.current.write().await = Ok(Arc::new(project));
     }
 
     pub fn set_resolving(&self, busy: bool) {
@@ -160,12 +202,17 @@ impl ProjectSlot {
                 return false;
             }
         };
-        if self.current().await.root() == root {
+        if self
+            .current()
+            .await
+            .is_ok_and(|project| project.root() == root)
+        {
             return false;
         }
         match Project::open(config, root.clone()) {
             Ok(project) => {
                 tracing::info!(root = %root.display(), "project root taken from the client's roots");
+                log_if_large(&project);
                 self.replace(project).await;
                 true
             }
@@ -174,6 +221,49 @@ impl ProjectSlot {
                 false
             }
         }
+    }
+}
+
+/// More folders than this and the root is probably not one project; it is
+/// served, with one log line about what that costs.
+pub const MANY_FOLDERS: usize = 10_000;
+
+/// Counts the root's folders (as the walker sees them, ignore rules and
+/// skip list applied) on a thread of its own, up to [`MANY_FOLDERS`], and
+/// logs one line when there are more: an explicit choice is served, but
+/// the cost of indexing and watching that many folders should not be a
+/// surprise.
+pub fn log_if_large(project: &Project) {
+    let gate = project.gate.clone();
+    let spawned = std::thread::Builder::new()
+        .name("folder-count".to_string())
+        .spawn(move || {
+            let Ok(start) = gate.resolve(".") else {
+                return;
+            };
+            let folders = AtomicUsize::new(0);
+            let options = WalkOptions {
+                include_ignored: false,
+                cancel: Cancel::never(),
+            };
+            let count = |_: &str, kind: EntryKind| {
+                if kind == EntryKind::Dir
+                    && folders.fetch_add(1, Ordering::Relaxed) + 1 > MANY_FOLDERS
+                {
+                    options.cancel.cancel();
+                }
+                false
+            };
+            let _ = walk::walk_picked(&gate, &start, None, &options, &count, 0);
+            if folders.load(Ordering::Relaxed) > MANY_FOLDERS {
+                tracing::warn!(
+                    root = %gate.root().display(),
+                    "the project root holds more than {MANY_FOLDERS} folders: indexing and watching them all costs memory, CPU and file watches for as long as the server runs; if this is not the project you meant, name a smaller folder with --root"
+                );
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::debug!(error = %error, "cannot count the root's folders");
     }
 }
 

@@ -369,6 +369,8 @@ mod tree {
     use std::time::{Duration, Instant};
 
     use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+    use rustix::io::Errno;
+    use rustix::process::{Pid, Signal, WaitOptions};
 
     /// Process groups started and not yet reaped, by guard id. The group id
     /// is also the pid of the run's program, a child of this process.
@@ -384,11 +386,10 @@ mod tree {
     pub fn init_server_process() {
         #[cfg(target_os = "linux")]
         {
-            // SAFETY: prctl with PR_SET_DUMPABLE takes one integer argument
-            // and touches no memory of ours.
-            if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+            use rustix::process::{DumpableBehavior, set_dumpable_behavior};
+            if let Err(error) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
                 tracing::warn!(
-                    error = %std::io::Error::last_os_error(),
+                    error = %std::io::Error::from(error),
                     "cannot make the server non-dumpable; a check may open the server's files through /proc"
                 );
             }
@@ -405,16 +406,14 @@ mod tree {
     fn become_subreaper() -> bool {
         static RESULT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *RESULT.get_or_init(|| {
-            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer
-            // argument and touches no memory of ours.
-            let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
-            if !done {
+            let made = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+            if let Err(error) = made {
                 tracing::warn!(
-                    error = %std::io::Error::last_os_error(),
+                    error = %std::io::Error::from(error),
                     "cannot become a child subreaper; what a check detaches from its process group may outlive it"
                 );
             }
-            done
+            made.is_ok()
         })
     }
 
@@ -433,18 +432,16 @@ mod tree {
     /// async runtime's worker threads, which live as long as the server.
     #[cfg(target_os = "linux")]
     fn die_with_the_server(command: &mut CommandWrap) {
-        // SAFETY: getpid is async-signal-safe.
-        let server = unsafe { libc::getpid() };
-        // SAFETY: the hook runs in the child between fork and exec and only
-        // makes async-signal-safe calls (prctl, getppid).
+        let server = rustix::process::getpid();
+        // SAFETY: `pre_exec` has no safe form. The hook runs in the child
+        // between fork and exec, allocates nothing and makes only
+        // async-signal-safe system calls (prctl, getppid).
         unsafe {
             command.command_mut().pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
                 // The server died before the signal was armed.
-                if libc::getppid() != server {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                if rustix::process::getppid() != Some(server) {
+                    return Err(Errno::SRCH.into());
                 }
                 Ok(())
             });
@@ -458,9 +455,9 @@ mod tree {
     }
 
     fn kill_group(pgid: i32) {
-        // SAFETY: killpg only sends a signal; it touches no memory of ours.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
+        if let Some(group) = Pid::from_raw(pgid) {
+            // Fails only when the group is gone already.
+            let _ = rustix::process::kill_process_group(group, Signal::KILL);
         }
     }
 
@@ -468,15 +465,15 @@ mod tree {
     /// left as a zombie. Bounded: SIGKILL cannot be ignored, so they die at
     /// once.
     fn reap_group(pgid: i32, deadline: Instant) {
+        let Some(group) = Pid::from_raw(pgid) else {
+            return;
+        };
         while Instant::now() < deadline {
-            let mut status = 0;
-            // SAFETY: waitpid writes only to `status`, a local.
-            match unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) } {
-                0 => std::thread::sleep(Duration::from_millis(5)),
-                -1 if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) => {
-                    return; // ECHILD: nothing of ours is left in the group
-                }
-                _ => {}
+            match rustix::process::waitpgid(group, WaitOptions::NOHANG) {
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(Some(_)) | Err(Errno::INTR) => {}
+                // ECHILD: nothing of ours is left in the group.
+                Err(_) => return,
             }
         }
     }
@@ -570,12 +567,10 @@ mod tree {
                     .into_iter()
                     .filter(|pid| !spared.contains(pid))
                     .collect();
-                for &pid in &leftovers {
-                    // SAFETY: kill only sends a signal. The pid is our
-                    // child and unreaped, so it cannot have been reused.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                    }
+                // Each pid is our child and unreaped, so it cannot have been
+                // reused.
+                for pid in leftovers.iter().filter_map(|&pid| Pid::from_raw(pid)) {
+                    let _ = rustix::process::kill_process(pid, Signal::KILL);
                 }
                 leftovers
             };
@@ -597,13 +592,15 @@ mod tree {
 
     /// Waits for the killed child `pid` to be gone, until `deadline`.
     fn reap(pid: i32, deadline: Instant) {
+        let Some(child) = Pid::from_raw(pid) else {
+            return;
+        };
         loop {
-            let mut status = 0;
-            // SAFETY: waitpid writes only to `status`, a local.
-            let result = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            let interrupted =
-                result == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR);
-            if (result != 0 && !interrupted) || Instant::now() >= deadline {
+            let done = match rustix::process::waitpid(Some(child), WaitOptions::NOHANG) {
+                Ok(None) | Err(Errno::INTR) => false,
+                Ok(Some(_)) | Err(_) => true,
+            };
+            if done || Instant::now() >= deadline {
                 return;
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -782,8 +779,8 @@ mod tests {
         }
 
         fn is_gone(pid: i32) -> bool {
-            // SAFETY: signal 0 only checks that the process exists.
-            unsafe { libc::kill(pid, 0) != 0 }
+            rustix::process::Pid::from_raw(pid)
+                .is_none_or(|pid| rustix::process::test_kill_process(pid).is_err())
         }
 
         #[tokio::test]

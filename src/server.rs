@@ -1,10 +1,11 @@
-//! The protocol layer: registers the six tools, hands each call to its
+//! The protocol layer: registers the eight tools, hands each call to its
 //! module under `tools/`, converts the result, and logs one line per call.
 //! The table in [`table`] says how each tool is listed.
 
 mod table;
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,12 +28,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cancel::Cancel;
 use crate::checks::CheckProgress;
-use crate::config::Config;
+use crate::config::{Config, unsuitable_default_root};
 use crate::project::{Project, ProjectSlot};
 use crate::tools::check::{CheckInput, CheckOutput};
+use crate::tools::definitions::{DefinitionsInput, DefinitionsOutput};
 use crate::tools::docs::{DocsInput, DocsOutput};
 use crate::tools::find::{FindInput, FindOutput};
 use crate::tools::list::{ListInput, ListOutput};
+use crate::tools::outline::{OutlineInput, OutlineOutput};
 use crate::tools::read::{ReadInput, ReadOutput};
 use crate::tools::search::{SearchInput, SearchOutput};
 use crate::tools::{self, ToolError};
@@ -41,7 +44,8 @@ use table::ToolTable;
 
 const INSTRUCTIONS: &str = "Tools over ONE project directory. Paths are relative to the project \
 root and use '/'. Typical flow: search_project_files or find_project_files to locate code, then \
-read_project_file with start_line/end_line; list_project_directory to see the layout; get_docs \
+read_project_file with start_line/end_line; outline_project_file for the definitions in a \
+source file and their lines, find_symbol_definitions for where a name is defined; list_project_directory to see the layout; get_docs \
 for the project's Markdown docs; run_project_check to run a whitelisted check such as the tests. \
 Secrets (.env, keys, .git) are never readable.";
 
@@ -52,18 +56,28 @@ pub struct ProjectHelper {
     /// Cancelled when the client closes stdin: checks stop at once instead
     /// of running on for a reader that is gone.
     client_gone: CancellationToken,
+    /// Cancelled when the server refuses to serve: nothing named a project
+    /// and the client offered no root (see `config::unsuitable_default_root`).
+    refused: CancellationToken,
     tool_router: ToolRouter<Self>,
     tools: Arc<ToolTable>,
 }
 
 #[tool_router]
 impl ProjectHelper {
-    pub fn new(config: Config, project: Project, client_gone: CancellationToken) -> Self {
+    /// `project` is the project, or why none is named until the client's
+    /// roots name one.
+    pub fn new(
+        config: Config,
+        project: Result<Project, String>,
+        client_gone: CancellationToken,
+    ) -> Self {
         let tools = Arc::new(ToolTable::new(config.limits.output_chars));
         Self {
             config: Arc::new(config),
             project: Arc::new(ProjectSlot::new(project)),
             client_gone,
+            refused: CancellationToken::new(),
             tool_router: Self::tool_router(),
             tools,
         }
@@ -85,7 +99,7 @@ impl ProjectHelper {
             params,
             &context,
             SearchOutput::log_summary,
-            move |p, cancel| tools::search::search(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::search::search(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -127,7 +141,7 @@ impl ProjectHelper {
             params,
             &context,
             ListOutput::log_summary,
-            move |p, cancel| tools::list::list(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::list::list(&p.corpus(), &input, cancel),
         )
         .await
     }
@@ -148,7 +162,51 @@ impl ProjectHelper {
             params,
             &context,
             FindOutput::log_summary,
-            move |p, cancel| tools::find::find(&p.gate, &p.model, &input, cancel),
+            move |p, cancel| tools::find::find(&p.corpus(), &input, cancel),
+        )
+        .await
+    }
+
+    #[tool(
+        description = table::outline_description(),
+        annotations(title = "Outline project file", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn outline_project_file(
+        &self,
+        ToolName(tool): ToolName,
+        Parameters(input): Parameters<OutlineInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<OutlineOutput>, String> {
+        let params = input.log_params();
+        self.call(
+            tool,
+            params,
+            &context,
+            OutlineOutput::log_summary,
+            move |p, cancel| tools::outline::outline(&p.gate, &input, cancel),
+        )
+        .await
+    }
+
+    #[tool(
+        description = table::definitions_description(),
+        annotations(title = "Find symbol definitions", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn find_symbol_definitions(
+        &self,
+        ToolName(tool): ToolName,
+        Parameters(input): Parameters<DefinitionsInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<DefinitionsOutput>, String> {
+        let params = input.log_params();
+        self.call(
+            tool,
+            params,
+            &context,
+            DefinitionsOutput::log_summary,
+            move |p, cancel| {
+                tools::definitions::find_definitions(&p.gate, &p.model, &input, cancel)
+            },
         )
         .await
     }
@@ -191,7 +249,13 @@ impl ProjectHelper {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let started = Instant::now();
-        let project = self.project.get().await;
+        let project = match self.project.get().await {
+            Ok(project) => project,
+            Err(reason) => {
+                tracing::info!(tool = ?tool, check_name = input.check_name.as_str(), status = "error", error = %reason, "tool call");
+                return Ok(CallToolResult::error(vec![ContentBlock::text(reason)]));
+            }
+        };
         let progress = ProgressForwarder::start(&context);
         // Detection reads project files on first use: not on the runtime's
         // own time.
@@ -304,7 +368,13 @@ impl ProjectHelper {
         F: FnOnce(&Project, &Cancel) -> Result<T, ToolError> + Send + 'static,
     {
         let started = Instant::now();
-        let project = self.project.get().await;
+        let project = match self.project.get().await {
+            Ok(project) => project,
+            Err(reason) => {
+                tracing::info!(tool = ?tool, %params, status = "error", error = %reason, "tool call");
+                return Err(reason);
+            }
+        };
         let cancel = Cancel::never();
         let flag = cancel.clone();
         let busy = project.model.busy();
@@ -373,7 +443,7 @@ impl ProjectHelper {
         let helper = self.clone();
         if !wanted {
             self.project.set_resolving(false);
-            tokio::spawn(async move { helper.project.current().await.model.start() });
+            tokio::spawn(async move { helper.start_or_refuse().await });
             return;
         }
         self.project.set_resolving(true);
@@ -382,8 +452,23 @@ impl ProjectHelper {
             helper.project.set_resolving(false);
             // The build starts once the root is settled: a model of a root
             // the client's roots replace would be built for nothing.
-            helper.project.current().await.model.start();
+            helper.start_or_refuse().await;
         });
+    }
+
+    /// Starts the project's model, or, when the roots left no project
+    /// named, ends the session saying why.
+    async fn start_or_refuse(&self) {
+        match self.project.current().await {
+            Ok(project) => project.model.start(),
+            Err(reason) => self.refuse(&reason),
+        }
+    }
+
+    /// Logs why no project is served and ends the session.
+    fn refuse(&self, reason: &str) {
+        tracing::error!("{reason}");
+        self.refused.cancel();
     }
 
     #[allow(deprecated)] // roots are deprecated in 2026-07-28, still used by 2025 clients
@@ -460,7 +545,11 @@ impl ServerHandler for ProjectHelper {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let project = self.project.get().await;
+        let project = self
+            .project
+            .get()
+            .await
+            .map_err(|reason| ErrorData::invalid_request(reason, None))?;
         let stateless = context
             .protocol_version()
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
@@ -485,6 +574,11 @@ impl ServerHandler for ProjectHelper {
         // must start waiting for the roots answer from here on.
         if self.wants_client_roots(&request.capabilities) {
             self.project.set_resolving(true);
+        } else if let Err(reason) = self.project.current().await {
+            // No root will come from this client: refuse at once, in the
+            // answer the host shows.
+            self.refuse(&reason);
+            return Err(ErrorData::invalid_request(reason, None));
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -514,6 +608,19 @@ fn text_of(result: &CallToolResult) -> String {
         .join(" ")
 }
 
+/// What the server says when it will not serve the folder it was started
+/// in and nothing else named a project.
+fn unnamed_project_message(working_dir: &Path, what: &str) -> String {
+    format!(
+        "no project to serve: the server was started in {dir}, which is {what}, and nothing named a project \
+(no --root, no MCP_PROJECT_HELPER_ROOT, and the client offered no root). The host chose that folder: \
+Zed, for one, can start servers from / and does not answer roots/list. Name the project in the host's \
+config: add \"--root\", \"/path/to/project\" to the server's args (or set MCP_PROJECT_HELPER_ROOT); \
+`mcp-project-helper config <host>` prints the entry. To serve {dir} on purpose, pass --root {dir}.",
+        dir = working_dir.display()
+    )
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub fn run(config: Config) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -540,34 +647,70 @@ async fn serve(config: Config) -> i32 {
             return 2;
         }
     };
-    let project = match Project::open(&config, root) {
-        Ok(project) => project,
-        Err(error) => {
-            tracing::error!(error = %error, "cannot open the project");
-            return 2;
+    let unnamed = config
+        .root
+        .is_none()
+        .then(|| unsuitable_default_root(&root))
+        .flatten();
+    let project = match unnamed {
+        // Nothing named a project: only a root from the client can.
+        Some(what) => {
+            let reason = unnamed_project_message(&root, what);
+            tracing::info!(
+                working_dir = %root.display(),
+                version = env!("CARGO_PKG_VERSION"),
+                "serving MCP on stdio; the working folder is {what}, not a project: waiting for the client's roots"
+            );
+            Err(reason)
         }
+        None => match Project::open(&config, root) {
+            Ok(project) => {
+                tracing::info!(
+                    root = %project.root().display(),
+                    docs = %project.docs_location.display(),
+                    version = env!("CARGO_PKG_VERSION"),
+                    "serving MCP on stdio"
+                );
+                crate::project::log_if_large(&project);
+                Ok(project)
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "cannot open the project");
+                return 2;
+            }
+        },
     };
-    tracing::info!(
-        root = %project.root().display(),
-        docs = %project.docs_location.display(),
-        version = env!("CARGO_PKG_VERSION"),
-        "serving MCP on stdio"
-    );
     let client_gone = CancellationToken::new();
     let helper = ProjectHelper::new(config, project, client_gone.clone());
+    let refused = helper.refused.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     // A check still running when the client leaves is killed at once, not
     // after rmcp's grace period for unfinished requests.
     let transport = json_lines(stdin, stdout, move || client_gone.cancel());
     let service = match helper.serve(transport).await {
         Ok(service) => service,
+        Err(_) if refused.is_cancelled() => return 2,
         Err(error) => {
             // Most often stdin closed before the handshake finished.
             tracing::info!(error = %error, "client left before the session started");
             return 0;
         }
     };
-    match service.waiting().await {
+    let session = service.cancellation_token();
+    let end_when_refused = tokio::spawn({
+        let refused = refused.clone();
+        async move {
+            refused.cancelled().await;
+            session.cancel();
+        }
+    });
+    let ended = service.waiting().await;
+    end_when_refused.abort();
+    if refused.is_cancelled() {
+        crate::runner::kill_running_trees();
+        return 2;
+    }
+    match ended {
         Ok(reason) => tracing::info!(reason = ?reason, "client closed the session"),
         Err(error) => tracing::warn!(error = %error, "session ended abnormally"),
     }

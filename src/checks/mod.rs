@@ -271,6 +271,7 @@ pub(crate) mod fixtures {
         Config {
             root: None,
             docs_root: None,
+            config_file: None,
             log_file: None,
             log_level: crate::config::LogLevel::Info,
             checks,

@@ -16,7 +16,7 @@ use super::postings::{Shard, ShardBuilder};
 use super::tree::{Content, Tree};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
-use crate::security::MAX_SEARCHED_BYTES;
+use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
@@ -38,7 +38,8 @@ pub(super) fn log_filters_left_out(limit_bytes: usize) {
 /// that thread's allocator arena; hand it back to the system.
 pub(super) fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    // SAFETY: glibc's malloc_trim has no safe wrapper; it takes a plain
+    // integer and only walks the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
     }
@@ -47,12 +48,11 @@ pub(super) fn return_freed_memory() {
 /// The build yields the CPU to tool calls: the first search of a session
 /// must not wait for it, even while it walks the file list.
 pub(super) fn lower_priority() {
+    // On Linux the calling process's id (`None`) names the calling thread
+    // alone. Failing leaves the build at normal priority, which is correct,
+    // only slower for the first calls.
     #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only reads its arguments; on Linux, `who = 0`
-    // with PRIO_PROCESS names the calling thread alone.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
+    let _ = rustix::process::setpriority_process(None, 10);
 }
 
 /// Changes inside skipped folders (`target`, `node_modules` …) never reach

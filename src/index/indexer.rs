@@ -2,13 +2,15 @@
 //! searcher's own rules (size cap, binary sniff, byte-order marks), into
 //! the grams the index keeps.
 
-use std::fs::Metadata;
 use std::path::Path;
 use std::time::SystemTime;
 
 use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
 use super::tree::Content;
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, SNIFF_BYTES, looks_binary, read_searchable};
+use crate::corpus::searchable::{
+    MAX_SEARCHED_BYTES, SNIFF_BYTES, is_transcoded, looks_binary, read_searchable,
+};
+use crate::security::PathGate;
 use crate::walk::Stamp;
 
 /// Reads files for the index, reusing its buffers.
@@ -71,14 +73,14 @@ impl Indexer {
             // Unreadable (or gone): its contents are the searcher's to
             // find out, its stamp and size what `stat` gives, as the
             // walker reports them.
-            let stamp = std::fs::symlink_metadata(path)
+            let stamp = Stamp::lstat(path)
                 .ok()
-                .filter(Metadata::is_file)
-                .map(|m| Stamp::of(&m));
+                .filter(|(metadata, _)| metadata.is_file())
+                .map(|(_, stamp)| stamp);
             let settled = stamp.as_ref().is_some_and(trusted);
             return (stamp, settled, Content::Always);
         };
-        let stamp = Stamp::of(&metadata);
+        let stamp = Stamp::of_open(&file, &metadata);
         let settled = trusted(&stamp);
         let answer = |content| (Some(stamp), settled, content);
         if !metadata.is_file() || !settled {
@@ -99,16 +101,10 @@ impl Indexer {
         if looks_binary(&content[..content.len().min(SNIFF_BYTES)]) {
             return answer(Content::Skipped);
         }
-        // The searcher transcodes files with a byte-order mark: it strips
-        // the mark and replaces bytes that are not UTF-8. A file that is
-        // UTF-8 throughout (as editors on Windows often write them) is then
-        // its own bytes less the mark, which its trigrams cover; others are
-        // left to it.
-        let transcoded = [&[0xFF, 0xFE][..], &[0xFE, 0xFF]]
-            .iter()
-            .any(|bom| content.starts_with(bom))
-            || (content.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(content).is_err());
-        if transcoded {
+        // The searcher sees other bytes than these: they are left to it. A
+        // file marked UTF-8 and UTF-8 throughout is its bytes less the mark,
+        // which its trigrams cover.
+        if is_transcoded(content) {
             return answer(Content::Always);
         }
         let scratch = self.scratch.get_or_insert_with(Box::default);

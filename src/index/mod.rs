@@ -42,7 +42,7 @@ use watch::Changes;
 
 use crate::config::IndexConfig;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry, WalkOptions};
+use crate::walk::{self, Entry};
 
 /// Which entries a listing wants: those `keep` accepts (given the
 /// root-relative path and kind), the first `wanted` of them in path order.
@@ -256,28 +256,6 @@ impl TreeModel {
         })
     }
 
-    /// [`TreeModel::entries`] with `options`: from the model when it can
-    /// answer, else from the walker. The model holds the default view only,
-    /// so `include_ignored` always walks.
-    pub fn entries_or_walk(
-        &self,
-        gate: &PathGate,
-        start: &ResolvedPath,
-        max_depth: Option<usize>,
-        options: &WalkOptions,
-        pick: &Pick<'_>,
-    ) -> std::io::Result<Vec<Entry>> {
-        let known = if options.include_ignored {
-            None
-        } else {
-            self.entries(start, max_depth, pick)
-        };
-        match known {
-            Some(entries) => Ok(entries),
-            None => walk::walk_picked(gate, start, max_depth, options, pick.keep, pick.wanted),
-        }
-    }
-
     /// Applies pending changes, then runs `answer` on the model when it
     /// holds the folder `start`. With `cheap_only`, a call that would need a
     /// stat sweep leaves it to a later call and answers `None`.
@@ -348,7 +326,7 @@ mod tests {
     use super::testing::*;
     use super::tree::Content;
     use super::*;
-    use crate::walk::EntryKind;
+    use crate::walk::{EntryKind, WalkOptions};
     use std::fs;
     use std::time::Duration;
 
@@ -423,7 +401,7 @@ mod tests {
         // Not UTF-8 past the binary sniff: the searcher's transcoding
         // changes its bytes, so it stays a candidate for everything.
         let mut odd = b"\xEF\xBB\xBF".to_vec();
-        odd.extend(b"x".repeat(crate::security::SNIFF_BYTES + 10));
+        odd.extend(b"x".repeat(crate::corpus::searchable::SNIFF_BYTES + 10));
         odd.extend(b"\xFF delta_echo\n");
         fs::write(root.join("odd.txt"), odd).unwrap();
         fs::write(root.join("plain.txt"), "zulu_yankee\n").unwrap();

@@ -150,7 +150,7 @@ pub(super) fn true_matches(gate: &PathGate, query: &ContentQuery<'_>) -> Vec<Str
         .filter(|e| e.kind == EntryKind::File)
         .filter(|e| {
             let text = fs::read(&e.path).unwrap();
-            !crate::security::looks_binary(&text[..text.len().min(4096)])
+            !crate::corpus::searchable::looks_binary(&text[..text.len().min(4096)])
                 && text
                     .split(|&b| b == b'\n')
                     .any(|line| matcher.is_match(line).unwrap())

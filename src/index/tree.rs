@@ -14,7 +14,8 @@ use std::time::SystemTime;
 
 use super::ngram::FileGrams;
 use super::watch::Changes;
-use crate::security::{MAX_SEARCHED_BYTES, PathGate, ResolvedPath};
+use crate::corpus::searchable::MAX_SEARCHED_BYTES;
+use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -104,6 +105,16 @@ fn lstat(path: &Path) -> Option<Metadata> {
     std::fs::symlink_metadata(path).ok()
 }
 
+/// What is at `path` now (a final symlink not followed) and its stamp.
+fn lstat_stamped(path: &Path) -> Option<(Metadata, Stamp)> {
+    Stamp::lstat(path).ok()
+}
+
+/// The stamp of what is at `path` now, a final symlink not followed.
+fn stamp_at(path: &Path) -> Option<Stamp> {
+    lstat_stamped(path).map(|(_, stamp)| stamp)
+}
+
 fn kind_of(metadata: &Metadata) -> EntryKind {
     EntryKind::of(metadata.file_type())
 }
@@ -121,7 +132,7 @@ fn dir_state(
     earlier: Option<DirSeen>,
 ) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool, SystemTime) {
     let seen_at = SystemTime::now();
-    let stamp = lstat(dir).map(|m| Stamp::of(&m));
+    let stamp = stamp_at(dir);
     let ignores = read_ignores(gate, dir);
     let stamps = [ignores[0].stamp, ignores[1].stamp];
     let first_seen = earlier
@@ -135,7 +146,7 @@ fn dir_state(
 }
 
 fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
-    IGNORE_FILES.map(|name| lstat(&dir.join(name)).map(|m| Stamp::of(&m)))
+    IGNORE_FILES.map(|name| stamp_at(&dir.join(name)))
 }
 
 /// The ignore files' text, read through the gate's opener: compared only,
@@ -143,7 +154,7 @@ fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
 fn read_ignores(gate: &PathGate, dir: &Path) -> Box<[IgnoreFile; 2]> {
     Box::new(IGNORE_FILES.map(|name| {
         let path = dir.join(name);
-        let stamp = lstat(&path).map(|m| Stamp::of(&m));
+        let stamp = stamp_at(&path);
         let text = stamp.and_then(|_| {
             let mut text = Vec::new();
             let file = gate.open_file(&path).ok()?;
@@ -363,7 +374,7 @@ impl Tree {
         }
         match kind {
             EntryKind::File => {
-                node.stamp = lstat(&path).map(|m| Stamp::of(&m));
+                node.stamp = stamp_at(&path);
                 let first_seen = earlier
                     .filter(|earlier| earlier.stamp == node.stamp)
                     .map_or(seen_at, |earlier| earlier.first_seen);
@@ -382,7 +393,7 @@ impl Tree {
                 node.first_seen = first_seen;
             }
             EntryKind::Symlink | EntryKind::Other => {
-                node.stamp = lstat(&path).map(|m| Stamp::of(&m));
+                node.stamp = stamp_at(&path);
                 node.settled = true;
             }
         }
@@ -582,9 +593,7 @@ impl Tree {
     /// some of its names are not in the tree as names of this file (a link
     /// made since, or one outside the project), every entry is.
     fn other_names(&self, path: &Path, relative: &str, work: &mut Work) {
-        let Some(stamp) = lstat(path)
-            .filter(Metadata::is_file)
-            .map(|metadata| Stamp::of(&metadata))
+        let Some((_, stamp)) = lstat_stamped(path).filter(|(metadata, _)| metadata.is_file())
         else {
             return;
         };
@@ -614,7 +623,7 @@ impl Tree {
             let Some((_, node)) = self.get(name) else {
                 continue;
             };
-            if lstat(&self.path_of(name)).map(|m| Stamp::of(&m)) == node.stamp {
+            if stamp_at(&self.path_of(name)) == node.stamp {
                 continue;
             }
             if IGNORE_FILES.contains(&name.rsplit('/').next().unwrap_or_default()) {
@@ -629,14 +638,16 @@ impl Tree {
         let ignores_changed = |dir: &Path, known: &[IgnoreFile; 2]| {
             ignore_stamps(dir) != [known[0].stamp, known[1].stamp]
         };
-        if lstat(&self.root).map(|m| Stamp::of(&m)) != self.root_stamp
+        if stamp_at(&self.root) != self.root_stamp
             || ignores_changed(&self.root, &self.root_ignores)
         {
             work.relist.push(".".to_string());
         }
         for (key, node) in self.nodes.iter().filter(|(_, node)| !node.lossy) {
-            let current = lstat(&self.path_of(&key.0));
-            let same_kind = current.as_ref().map(kind_of) == Some(node.kind);
+            let path = self.path_of(&key.0);
+            let current = lstat_stamped(&path);
+            let same_kind =
+                current.as_ref().map(|(metadata, _)| kind_of(metadata)) == Some(node.kind);
             if !same_kind {
                 work.relist.push(parent_of(&key.0).to_string());
                 continue;
@@ -646,7 +657,7 @@ impl Tree {
             {
                 work.relist.push(key.0.clone());
             }
-            let stamp = current.as_ref().map(Stamp::of);
+            let stamp = current.map(|(_, stamp)| stamp);
             if stamp == node.stamp {
                 continue;
             }
@@ -728,7 +739,7 @@ impl Tree {
         if let Some(node) = &old
             && node.kind == entry.kind
             && node.settled
-            && lstat(&entry.path).map(|m| Stamp::of(&m)) == node.stamp
+            && stamp_at(&entry.path) == node.stamp
         {
             return old.expect("matched above");
         }
@@ -812,7 +823,7 @@ impl Tree {
                     EntryKind::File => work.files.push(child.relative),
                     EntryKind::Dir => {}
                     EntryKind::Symlink | EntryKind::Other => {
-                        let stamp = lstat(&child.path).map(|m| Stamp::of(&m));
+                        let stamp = stamp_at(&child.path);
                         if let Some(node) = self.nodes.get_mut(&PathKey(child.relative)) {
                             node.stamp = stamp;
                         }
@@ -848,12 +859,12 @@ impl Tree {
             return 0;
         }
         let path = self.path_of(relative);
-        let current = lstat(&path);
-        if current.as_ref().map(kind_of) != Some(EntryKind::File) {
+        let current = lstat_stamped(&path);
+        if current.as_ref().map(|(metadata, _)| kind_of(metadata)) != Some(EntryKind::File) {
             work.relist.push(parent_of(relative).to_string());
             return 0;
         }
-        if node.settled && current.as_ref().map(Stamp::of) == node.stamp {
+        if node.settled && current.map(|(_, stamp)| stamp) == node.stamp {
             return 0;
         }
         let fresh = self.make_node_after(EntryKind::File, relative, &path, Some(node));

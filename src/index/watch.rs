@@ -14,9 +14,11 @@
 //! itself deleted or moved, or notifications switched off.
 //!
 //! Other platforms answer `Unknown` on every drain: FSEvents delivers after
-//! a latency and ReadDirectoryChangesW on a thread of its own, so neither
-//! can say "nothing else changed before this moment" without writing marker
-//! files into the project, which a read-only server must not do.
+//! a latency, and ReadDirectoryChangesW is documented to report a change of
+//! size or last write time only once the file system cache is flushed (see
+//! docs/architecture.md), so neither can say "nothing else changed before
+//! this moment" without writing marker files into the project, which a
+//! read-only server must not do.
 //!
 //! Known blind spots of inotify (documented in docs/architecture.md): writes
 //! through a shared memory mapping are seen only when the file is closed,
@@ -39,6 +41,7 @@ pub enum Changes {
 }
 
 /// Bounds on the memory and work of the feed.
+#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy)]
 struct Limits {
     /// Paths one drain may report; beyond that it answers `Unknown`.
@@ -52,6 +55,7 @@ struct Limits {
     max_watched_folders: usize,
 }
 
+#[cfg(target_os = "linux")]
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -93,41 +97,46 @@ impl ChangeWatcher {
         ignored: impl Fn(&Path, bool) -> bool + Send + 'static,
         pause: &mut dyn FnMut(),
     ) -> Self {
-        Self::start_with(root, Box::new(ignored), enabled, Limits::default(), pause)
-    }
-
-    fn start_with(
-        root: &Path,
-        ignored: IgnoredFn,
-        enabled: bool,
-        limits: Limits,
-        pause: &mut dyn FnMut(),
-    ) -> Self {
         if !enabled {
-            tracing::info!(
-                root = %root.display(),
-                "change notifications switched off: every call re-checks the tree"
-            );
-            return ChangeWatcher { feed: Feed::Off };
+            return Self::off(root);
         }
         #[cfg(target_os = "linux")]
         {
-            match inotify::InotifyFeed::start(root, ignored, limits, pause) {
-                Some(feed) => ChangeWatcher {
-                    feed: Feed::Inotify(std::sync::Mutex::new(feed)),
-                },
-                None => ChangeWatcher { feed: Feed::Off },
-            }
+            Self::start_inotify(root, Box::new(ignored), Limits::default(), pause)
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (ignored, limits, pause);
+            let _ = (ignored, pause);
             tracing::info!(
                 root = %root.display(),
                 "change notifications: none on this platform that report every change \
-                 before a call starts; every call re-checks the tree"
+                 before a call starts (see docs/architecture.md); every call re-checks the tree"
             );
             ChangeWatcher { feed: Feed::Off }
+        }
+    }
+
+    /// Notifications switched off: every drain answers `Unknown`.
+    fn off(root: &Path) -> Self {
+        tracing::info!(
+            root = %root.display(),
+            "change notifications switched off: every call re-checks the tree"
+        );
+        ChangeWatcher { feed: Feed::Off }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn start_inotify(
+        root: &Path,
+        ignored: IgnoredFn,
+        limits: Limits,
+        pause: &mut dyn FnMut(),
+    ) -> Self {
+        match inotify::InotifyFeed::start(root, ignored, limits, pause) {
+            Some(feed) => ChangeWatcher {
+                feed: Feed::Inotify(std::sync::Mutex::new(feed)),
+            },
+            None => ChangeWatcher { feed: Feed::Off },
         }
     }
 
@@ -157,6 +166,7 @@ impl ChangeWatcher {
     }
 }
 
+#[cfg(target_os = "linux")]
 type IgnoredFn = Box<dyn Fn(&Path, bool) -> bool + Send>;
 
 #[cfg(target_os = "linux")]
@@ -169,13 +179,7 @@ mod tests {
     #[test]
     fn switched_off_every_drain_is_unknown() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let watcher = ChangeWatcher::start_with(
-            dir.path(),
-            Box::new(|_, _| false),
-            false,
-            Limits::default(),
-            &mut || {},
-        );
+        let watcher = ChangeWatcher::off(dir.path());
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
         std::fs::write(dir.path().join("a.txt"), "a").expect("write");

@@ -10,6 +10,8 @@
 //! `proj` is outside. Its work is linear in the length of the path, and the
 //! path's length is bounded before any work.
 
+mod canonical;
+mod deny;
 pub mod open;
 
 use std::fs::{File, Metadata};
@@ -17,12 +19,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use deny::DenyList;
 
-pub use open::{
-    EntryStat, LastFolder, MAX_SEARCHED_BYTES, OpenFolder, RootDir, SNIFF_BYTES, looks_binary,
-    read_searchable,
-};
+pub use canonical::canonicalize;
+pub use open::{EntryStat, LastFolder, OpenFolder, RootDir};
 
 /// The longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -30,27 +30,6 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub const MAX_PATH_COMPONENTS: usize = 256;
 /// Error messages show at most this much of a path a client sent.
 pub const MAX_SHOWN_PATH_CHARS: usize = 200;
-
-/// Secrets that are never read, searched, listed or found.
-const BUILT_IN_DENY: &[&str] = &[
-    ".env",
-    ".env.*",
-    ".envrc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".pypirc",
-    ".npmrc",
-    ".git",
-];
-/// Templates that document secrets without holding them.
-const DENY_EXCEPTIONS: &[&str] = &[".env.example", ".env.sample", ".env.template"];
 
 /// Windows device names, refused as any path component on every platform.
 const DEVICE_NAMES: &[&str] = &[
@@ -193,7 +172,7 @@ impl PathGate {
         relative: &str,
     ) -> Result<(PathBuf, String), PathError> {
         let spelled = self.spelled(components);
-        let real = match dunce::canonicalize(&spelled) {
+        let real = match canonicalize(&spelled) {
             Ok(real) => real,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 return Err(self.missing_or_escape(components, relative));
@@ -228,7 +207,7 @@ impl PathGate {
         // The root is canonical already: no lookups for it.
         let canonical = |count: usize| match count {
             0 => Some(self.root.clone()),
-            _ => dunce::canonicalize(self.spelled(&components[..count])).ok(),
+            _ => canonicalize(&self.spelled(&components[..count])).ok(),
         };
         let (mut exists, mut missing) = (0, components.len());
         let mut deepest = None;
@@ -426,89 +405,6 @@ fn is_device_name(component: &str) -> bool {
     let stem = stem.trim_end_matches([' ', '.']);
     // Device names are short; longer stems are never uppercased.
     stem.len() <= 8 && DEVICE_NAMES.contains(&stem.to_uppercase().as_str())
-}
-
-/// Globs without `/` match a file or folder name at any depth; globs with
-/// `/` match the root-relative path. A match on any ancestor denies the
-/// whole subtree. Matching ignores case: on Windows and macOS `.ENV` is the
-/// same file as `.env`.
-#[derive(Debug, Clone)]
-struct DenyList {
-    built_in_names: GlobSet,
-    exceptions: GlobSet,
-    operator_names: GlobSet,
-    /// Each operator path glob `g` as `g` and `g/**`: one match on the whole
-    /// path tells whether the path or any ancestor matches `g`, in one pass
-    /// instead of one match per ancestor.
-    operator_paths: GlobSet,
-}
-
-impl DenyList {
-    fn new(extra: &[String]) -> Result<Self, PathError> {
-        let operator_names: Vec<&str> = extra
-            .iter()
-            .map(String::as_str)
-            .filter(|g| !g.contains('/'))
-            .collect();
-        let operator_paths: Vec<String> = extra
-            .iter()
-            .filter(|g| g.contains('/'))
-            .flat_map(|glob| {
-                let glob = glob.trim_start_matches("./");
-                [
-                    glob.to_string(),
-                    format!("{}/**", glob.trim_end_matches('/')),
-                ]
-            })
-            .collect();
-        let operator_paths: Vec<&str> = operator_paths.iter().map(String::as_str).collect();
-        Ok(Self {
-            built_in_names: glob_set(BUILT_IN_DENY)?,
-            exceptions: glob_set(DENY_EXCEPTIONS)?,
-            operator_names: glob_set(&operator_names)?,
-            operator_paths: glob_set(&operator_paths)?,
-        })
-    }
-
-    fn denies(&self, relative: &str) -> bool {
-        if relative == "." || relative.is_empty() {
-            return false;
-        }
-        relative.split('/').any(|name| self.denies_name(name))
-            || self.operator_paths.is_match(relative)
-    }
-
-    fn denies_entry(&self, relative: &str) -> bool {
-        if relative == "." || relative.is_empty() {
-            return false;
-        }
-        let name = relative.rsplit('/').next().unwrap_or(relative);
-        self.denies_name(name) || self.operator_paths.is_match(relative)
-    }
-
-    fn denies_name(&self, name: &str) -> bool {
-        (self.built_in_names.is_match(name) && !self.exceptions.is_match(name))
-            || self.operator_names.is_match(name)
-    }
-}
-
-fn glob_set(globs: &[&str]) -> Result<GlobSet, PathError> {
-    let mut builder = GlobSetBuilder::new();
-    for glob in globs {
-        let glob = GlobBuilder::new(glob.trim_start_matches("./"))
-            .case_insensitive(true)
-            .literal_separator(true)
-            .build()
-            .map_err(|error| PathError::BadGlob {
-                glob: glob.to_string(),
-                message: error.kind().to_string(),
-            })?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|error| PathError::BadGlob {
-        glob: globs.join(", "),
-        message: error.to_string(),
-    })
 }
 
 /// Test fixture for every module: a temporary, canonical project root
@@ -881,10 +777,9 @@ mod tests {
             prop_oneof![4 => mixed, 1 => long]
         }
 
-        /// A tree with every kind of symlink the gate must see through.
-        #[cfg(unix)]
+        /// A tree with every kind of symlink the gate must see through
+        /// (on Unix: making symlinks on Windows takes a privilege).
         fn symlinked_tree() -> (tempfile::TempDir, PathGate) {
-            use std::os::unix::fs::symlink;
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path().join("proj");
             for (path, text) in [
@@ -899,6 +794,7 @@ mod tests {
             fs::create_dir_all(dir.path().join("outside")).unwrap();
             fs::write(dir.path().join("outside/secret.txt"), "outside\n").unwrap();
             let root = dunce::canonicalize(root).unwrap();
+            #[cfg(unix)]
             for (link, target) in [
                 ("out", "../outside".to_string()),
                 ("abs-out", "/etc".to_string()),
@@ -911,7 +807,7 @@ mod tests {
                 ("env-link", ".env".to_string()),
                 ("dotdot", "../proj/src".to_string()),
             ] {
-                symlink(target, root.join(link)).unwrap();
+                std::os::unix::fs::symlink(target, root.join(link)).unwrap();
             }
             let gate = PathGate::new(root, &["private/**".into()]).unwrap();
             (dir, gate)
@@ -921,11 +817,10 @@ mod tests {
         /// real tree of symlinks. Every accepted path's real location lies
         /// inside the root and is not denied, whatever opens through the
         /// gate is that same file, and nothing panics.
-        #[cfg(unix)]
         #[test]
         fn fuzzed_paths_never_escape_the_root_or_panic() {
             use proptest::test_runner::{Config, TestRunner};
-            use std::os::unix::fs::MetadataExt;
+            use std::io::Read;
             let (_dir, gate) = symlinked_tree();
             let mut runner = TestRunner::new(Config {
                 cases: 3_000,
@@ -945,11 +840,18 @@ mod tests {
                     prop_assert!(!gate.is_denied(&real_relative), "{input:?}");
                     prop_assert!(!gate.is_denied(&resolved.relative), "{input:?}");
                     prop_assert!(is_plain_relative(Path::new(&resolved.relative)));
-                    if let Ok(file) = gate.open_file(&resolved.real) {
-                        let opened = file.metadata().unwrap();
-                        let expected = fs::metadata(&real).unwrap();
-                        prop_assert_eq!(opened.ino(), expected.ino(), "{:?}", input);
-                        prop_assert_eq!(opened.dev(), expected.dev(), "{:?}", input);
+                    if let Ok(mut file) = gate.open_file(&resolved.real) {
+                        #[cfg(unix)]
+                        {
+                            use std::os::unix::fs::MetadataExt;
+                            let opened = file.metadata().unwrap();
+                            let expected = fs::metadata(&real).unwrap();
+                            prop_assert_eq!(opened.ino(), expected.ino(), "{:?}", input);
+                            prop_assert_eq!(opened.dev(), expected.dev(), "{:?}", input);
+                        }
+                        let mut opened = Vec::new();
+                        file.read_to_end(&mut opened).unwrap();
+                        prop_assert_eq!(opened, fs::read(&real).unwrap(), "{:?}", input);
                     }
                     Ok(())
                 })

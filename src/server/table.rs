@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::ProjectHelper;
 use crate::project::Project;
-use crate::tools::{check, docs, find, list, read, search};
+use crate::tools::{check, definitions, docs, find, list, outline, read, search};
 
 /// One tool's row.
 struct ToolRow {
@@ -45,7 +45,8 @@ impl ToolTable {
                 input_schema_for,
             }
         };
-        // The way a model explores: locate, read, look around, run.
+        // The way a model explores: locate, read, look around, navigate
+        // the code, run.
         let rows = vec![
             row(
                 ProjectHelper::search_project_files_tool_attr,
@@ -69,6 +70,18 @@ impl ToolTable {
                 ProjectHelper::find_project_files_tool_attr,
                 FIND_RESULT_CHARS,
                 first_error::<find::FindInput>,
+                None,
+            ),
+            row(
+                ProjectHelper::outline_project_file_tool_attr,
+                OUTLINE_RESULT_CHARS,
+                first_error::<outline::OutlineInput>,
+                None,
+            ),
+            row(
+                ProjectHelper::find_symbol_definitions_tool_attr,
+                DEFINITIONS_RESULT_CHARS,
+                first_error::<definitions::DefinitionsInput>,
                 None,
             ),
             row(
@@ -130,6 +143,8 @@ const READ_RESULT_CHARS: u64 = read::MAX_RESULT_CHARS as u64;
 const LIST_RESULT_CHARS: u64 = list::MAX_RESULT_CHARS as u64;
 const FIND_RESULT_CHARS: u64 = find::MAX_RESULT_CHARS as u64;
 const DOCS_RESULT_CHARS: u64 = docs::MAX_RESULT_CHARS as u64;
+const OUTLINE_RESULT_CHARS: u64 = outline::MAX_RESULT_CHARS as u64;
+const DEFINITIONS_RESULT_CHARS: u64 = definitions::MAX_RESULT_CHARS as u64;
 
 /// Two streams of `output_chars`, each character escaped to at most six
 /// (`\u001b`), plus the check name (bounded) and the other fields.
@@ -158,7 +173,7 @@ pub fn search_description() -> String {
     format!(
         "Search file contents in the project (like ripgrep). Default: exact, case-sensitive substring; set regex=true for Rust regex syntax. Narrow with `path` (a folder) and `glob` (e.g. '*.py', 'src/**/*.rs'). output_mode 'content' returns matches {{file, line, text}} (context_lines adds before/after), 'files_with_matches' returns file paths, 'count' returns per-file counts. At most {} results per call; page with offset. Skips binary and >{} files, ignored and secret files. Results sorted by path, then line.",
         search::MAX_RESULTS_CAP,
-        size_text(crate::security::MAX_SEARCHED_BYTES)
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
 
@@ -182,6 +197,23 @@ pub fn find_description() -> String {
         find::MAX_RESULTS_CAP
     )
 }
+
+pub fn outline_description() -> String {
+    format!(
+        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature}} (signature: the first line). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+    )
+}
+
+pub fn definitions_description() -> String {
+    format!(
+        "Find where a name (exact, case-sensitive, unqualified) is defined in the project, optionally only of one `kind` or under `path`: {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search; languages as outline_project_file.",
+        definitions::MAX_RESULTS_CAP
+    )
+}
+
+/// The languages with a grammar, as the descriptions name them.
+const LANGUAGES: &str = "Rust, Python, TypeScript/TSX, JavaScript, Go, Java, C, C++, C#";
 
 pub fn docs_description() -> String {
     format!(
@@ -309,7 +341,7 @@ mod tests {
             .into_iter()
             .map(|tool| tool.name.to_string())
             .collect();
-        assert_eq!(listed.len(), 6);
+        assert_eq!(listed.len(), 8);
         listed.sort_unstable();
         registered.sort_unstable();
         assert_eq!(listed, registered);
@@ -353,7 +385,10 @@ mod tests {
         );
         described(
             "search_project_files",
-            format!(">{} files", size_text(crate::security::MAX_SEARCHED_BYTES)),
+            format!(
+                ">{} files",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
         );
         described(
             "read_project_file",
@@ -371,6 +406,17 @@ mod tests {
             "get_docs",
             format!("at most {} results", docs::MAX_RESULTS_CAP),
         );
+        described(
+            "find_symbol_definitions",
+            format!("at most {} per call", definitions::MAX_RESULTS_CAP),
+        );
+        described(
+            "outline_project_file",
+            format!(
+                "(up to {})",
+                size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+            ),
+        );
 
         let hint_of = |name: &str| hint(&row_tool(&table, name));
         // Each hint leaves room for the largest payload its tool returns,
@@ -382,6 +428,8 @@ mod tests {
         assert!(
             hint_of("get_docs") >= 2 * (docs::MAX_RESULTS_CAP * docs::MAX_SNIPPET_CHARS) as u64
         );
+        assert!(hint_of("outline_project_file") >= outline::MAX_RESULT_CHARS as u64);
+        assert!(hint_of("find_symbol_definitions") >= definitions::MAX_RESULT_CHARS as u64);
         let output_chars = crate::config::DEFAULT_OUTPUT_CHARS as u64;
         assert!(hint_of("run_project_check") >= 4 * output_chars);
         // The check's hint follows the operator's output cap.

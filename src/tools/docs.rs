@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, MAX_QUERY_CHARS, Status, ToolError, cut_chars};
 use crate::cancel::Cancel;
-use crate::project::Project;
-use crate::security::{PathError, PathGate, ResolvedPath, SNIFF_BYTES, looks_binary};
+use crate::corpus::searchable::{SNIFF_BYTES, looks_binary};
+use crate::project::{DocsFolder, Project};
+use crate::security::{PathError, PathGate, ResolvedPath};
 use crate::walk::{self, EntryKind, WalkOptions, path_order};
 
 pub const DEFAULT_MAX_RESULTS: usize = 10;
@@ -95,14 +96,15 @@ pub fn get_docs(
     if let Some(query) = &input.query {
         ToolError::check_size("query", query, MAX_QUERY_CHARS)?;
     }
-    let docs = docs_folder(project)?;
+    let (gate, docs) = docs_folder(project)?;
     let query = input
         .query
         .as_deref()
         .map(str::trim)
         .filter(|q| !q.is_empty());
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let documents = load_documents(&project.gate, &docs, cancel);
+    let in_root = matches!(project.docs, Ok(DocsFolder::InRoot(_)));
+    let documents = load_documents(gate, &docs, in_root, cancel);
     ToolError::check_cancel(cancel)?;
     let mut results: Vec<DocResult> = match query {
         Some(query) => ranked_sections(&documents, query),
@@ -129,18 +131,23 @@ pub fn get_docs(
     Ok(output)
 }
 
-/// The docs folder as the gate sees it now: a folder that was swapped for a
-/// symlink out of the root since start-up is refused like any such path.
-fn docs_folder(project: &Project) -> Result<ResolvedPath, ToolError> {
-    let relative = project.docs.as_deref().map_err(ToolError::invalid)?;
+/// The docs folder as its gate sees it now, with that gate: a folder that
+/// was swapped for a symlink out of the root since start-up is refused like
+/// any such path.
+fn docs_folder(project: &Project) -> Result<(&PathGate, ResolvedPath), ToolError> {
+    let docs = project.docs.as_ref().map_err(ToolError::invalid)?;
     let missing = || {
         ToolError::invalid(format!(
-            "this project has no docs folder ({} does not exist); the operator can point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a Markdown folder inside the project",
+            "this project has no docs folder ({} does not exist); the operator can point --docs or MCP_PROJECT_HELPER_DOCS_ROOT at a Markdown folder",
             project.docs_location.display()
         ))
     };
-    match project.gate.resolve(relative) {
-        Ok(folder) if folder.real.is_dir() => Ok(folder),
+    let (gate, relative) = match docs {
+        DocsFolder::InRoot(relative) => (&project.gate, relative.as_str()),
+        DocsFolder::Outside(gate) => (gate.as_ref(), "."),
+    };
+    match gate.resolve(relative) {
+        Ok(folder) if folder.real.is_dir() => Ok((gate, folder)),
         Ok(_) | Err(PathError::NotFound(_)) => Err(missing()),
         Err(PathError::SymlinkEscape(_)) => Err(ToolError::invalid(format!(
             "the docs folder {} resolves outside the project root (through a symlink), so get_docs is refused; only Markdown inside the project is served",
@@ -153,8 +160,8 @@ fn docs_folder(project: &Project) -> Result<ResolvedPath, ToolError> {
 struct Document {
     /// Relative to the docs folder.
     file: String,
-    /// Relative to the project root.
-    path: String,
+    /// Relative to the project root; `None` for a docs folder outside it.
+    path: Option<String>,
     sections: Vec<Section>,
 }
 
@@ -185,15 +192,22 @@ impl Document {
             heading: title,
             snippet: cut_chars(&text, MAX_SNIPPET_CHARS).0.to_string(),
             line: self.sections.first().map_or(1, |s| s.line),
-            path: Some(self.path.clone()),
+            path: self.path.clone(),
         }
     }
 }
 
 /// Every readable Markdown file under the docs folder, in path order, found
-/// by the one walker and opened by the one opener: the root's ignore files,
-/// skip list and deny rules (root-relative globs included) apply.
-fn load_documents(gate: &PathGate, docs: &ResolvedPath, cancel: &Cancel) -> Vec<Document> {
+/// by the one walker and opened by the one opener: the gate's ignore files,
+/// skip list and deny rules (its root-relative globs included) apply.
+/// `in_root`: the gate is the project's, so each document gets its project
+/// path.
+fn load_documents(
+    gate: &PathGate,
+    docs: &ResolvedPath,
+    in_root: bool,
+    cancel: &Cancel,
+) -> Vec<Document> {
     let Some(docs_relative) = gate.relative_of(&docs.real) else {
         return Vec::new();
     };
@@ -224,7 +238,7 @@ fn load_documents(gate: &PathGate, docs: &ResolvedPath, cancel: &Cancel) -> Vec<
             Some(Document {
                 sections: split_sections(&text),
                 file: docs_relative_path(&docs_relative, &entry.relative),
-                path: entry.relative,
+                path: in_root.then_some(entry.relative),
             })
         })
         .collect()
@@ -322,7 +336,7 @@ fn ranked_sections(documents: &[Document], query: &str) -> Vec<DocResult> {
                     },
                     snippet: snippet(&section.body, &body, first_hit),
                     line: section.line,
-                    path: Some(document.path.clone()),
+                    path: document.path.clone(),
                 },
             ));
         }
@@ -400,6 +414,90 @@ mod tests {
 
     fn get_docs(project: &Project, input: &DocsInput) -> Result<DocsOutput, ToolError> {
         super::get_docs(project, input, &Cancel::never())
+    }
+
+    /// A project whose docs folder the operator named outside the root.
+    fn project_with_outside_docs(
+        docs: &[(&str, &str)],
+    ) -> (tempfile::TempDir, tempfile::TempDir, Project) {
+        let (root_dir, root) =
+            crate::security::temp_root(&[("docs/inside.md", "# Inside\n\nwidget\n")]);
+        let (docs_dir, docs_root) = crate::security::temp_root(docs);
+        let config = Config::load(Overrides {
+            docs: Some(docs_root),
+            ..Overrides::default()
+        })
+        .unwrap();
+        let project = Project::open(&config, root).unwrap();
+        (root_dir, docs_dir, project)
+    }
+
+    #[test]
+    fn a_named_docs_folder_outside_the_root_is_read_inside_itself_only() {
+        // The docs folder is written to only where symlinks can be made.
+        #[cfg_attr(not(unix), allow(unused_variables))]
+        let (_root, docs_dir, project) = project_with_outside_docs(&[
+            ("guide.md", "# Guide\n\nwidget setup\n"),
+            ("sub/deep.md", "# Deep\n\nwidget depth\n"),
+            (".env.md", "# Secret\n\nwidget token\n"),
+            ("id_rsa.md", "# Key\n\nwidget key\n"),
+        ]);
+        assert!(matches!(project.docs, Ok(DocsFolder::Outside(_))));
+        let found = get_docs(
+            &project,
+            &DocsInput {
+                query: Some("widget".to_string()),
+                max_results: 10,
+            },
+        )
+        .unwrap();
+        let files: Vec<&str> = found.results.iter().map(|r| r.file.as_str()).collect();
+        assert_eq!(files, ["guide.md", "sub/deep.md"], "deny rules apply");
+        assert!(
+            found.results.iter().all(|r| r.path.is_none()),
+            "no project path for a file outside the project"
+        );
+        // A symlink out of the named folder is not followed.
+        #[cfg(unix)]
+        {
+            let (_elsewhere, outside) =
+                crate::security::temp_root(&[("leak.md", "# Leak\n\nwidget leaked\n")]);
+            std::os::unix::fs::symlink(outside.join("leak.md"), docs_dir.path().join("leak.md"))
+                .unwrap();
+            std::os::unix::fs::symlink(&outside, docs_dir.path().join("linked")).unwrap();
+            let found = get_docs(
+                &project,
+                &DocsInput {
+                    query: Some("leaked".to_string()),
+                    max_results: 10,
+                },
+            )
+            .unwrap();
+            assert_eq!(found.count, 0, "{:?}", found.results);
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_default_docs_folder_linked_out_of_the_root_is_refused() {
+        let (_root_dir, root) = crate::security::temp_root(&[("README.md", "# Readme\n")]);
+        let (_docs_dir, docs) = crate::security::temp_root(&[("guide.md", "# Guide\n")]);
+        std::os::unix::fs::symlink(&docs, root.join("docs")).unwrap();
+        let config = Config::load(Overrides::default()).unwrap();
+        let project = Project::open(&config, root).unwrap();
+        let error = get_docs(
+            &project,
+            &DocsInput {
+                query: None,
+                max_results: 10,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("refused") && error.contains("--docs"),
+            "{error}"
+        );
     }
 
     #[test]

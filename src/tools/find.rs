@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
+use crate::corpus::{Corpus, Pick};
 use crate::glob::{PathGlob, below};
-use crate::index::{Pick, TreeModel};
-use crate::security::PathGate;
 use crate::walk::{EntryKind, WalkOptions};
 
 pub const DEFAULT_MAX_RESULTS: usize = 200;
@@ -70,14 +69,13 @@ impl FindOutput {
 }
 
 pub fn find(
-    gate: &PathGate,
-    model: &TreeModel,
+    corpus: &Corpus<'_>,
     input: &FindInput,
     cancel: &Cancel,
 ) -> Result<FindOutput, ToolError> {
     let glob = PathGlob::new(&input.pattern)?;
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
-    let start = gate.resolve(&input.path)?;
+    let start = corpus.gate().resolve(&input.path)?;
     if !start.real.is_dir() {
         return Err(ToolError::invalid(format!(
             "'{}' is not a directory; give a folder to search under",
@@ -96,8 +94,8 @@ pub fn find(
         keep: &keep,
         wanted: max_results.saturating_add(1),
     };
-    let matching: Vec<String> = model
-        .entries_or_walk(gate, &start, None, &options, &pick)
+    let matching: Vec<String> = corpus
+        .entries(&start, None, &options, &pick)
         .map_err(|error| ToolError::io(&start.relative, &error))?
         .into_iter()
         .map(|entry| entry.relative)
@@ -120,6 +118,7 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::PathGate;
 
     fn project() -> (tempfile::TempDir, PathGate) {
         crate::tools::temp_project(&[
@@ -136,7 +135,7 @@ mod tests {
     }
 
     fn find(gate: &PathGate, input: &FindInput) -> Result<FindOutput, ToolError> {
-        super::find(gate, &TreeModel::off(), input, &Cancel::never())
+        super::find(&Corpus::walked(gate), input, &Cancel::never())
     }
 
     fn run(gate: &PathGate, pattern: &str, path: &str) -> Vec<String> {
@@ -211,7 +210,7 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_within_the_size_hint() {
-        let name = "\u{1}".repeat(250);
+        let name = crate::tools::COSTLY_NAME_CHAR.repeat(250);
         let files: Vec<(String, &str)> = (0..MAX_RESULTS_CAP)
             .map(|i| (format!("{i:04}{name}"), ""))
             .collect();

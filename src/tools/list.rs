@@ -5,8 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
-use crate::index::{Pick, TreeModel};
-use crate::security::PathGate;
+use crate::corpus::{Corpus, Pick};
 use crate::walk::{EntryKind, WalkOptions};
 
 pub const MAX_DEPTH: u32 = 5;
@@ -88,14 +87,13 @@ impl ListOutput {
 }
 
 pub fn list(
-    gate: &PathGate,
-    model: &TreeModel,
+    corpus: &Corpus<'_>,
     input: &ListInput,
     cancel: &Cancel,
 ) -> Result<ListOutput, ToolError> {
     let depth = input.depth.clamp(1, MAX_DEPTH) as usize;
     let max_entries = input.max_entries.clamp(1, MAX_ENTRIES_CAP);
-    let start = gate.resolve(&input.path)?;
+    let start = corpus.gate().resolve(&input.path)?;
     if !start.real.is_dir() {
         return Err(ToolError::invalid(format!(
             "'{}' is not a directory; use read_project_file to read a file",
@@ -111,8 +109,8 @@ pub fn list(
         keep: &|_, _| true,
         wanted: max_entries.saturating_add(1),
     };
-    let found = model
-        .entries_or_walk(gate, &start, Some(depth), &options, &pick)
+    let found = corpus
+        .entries(&start, Some(depth), &options, &pick)
         .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     let mut output = ListOutput {
@@ -142,6 +140,7 @@ pub fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::PathGate;
 
     fn project() -> (tempfile::TempDir, PathGate) {
         crate::tools::temp_project(&[
@@ -163,7 +162,7 @@ mod tests {
     }
 
     fn list(gate: &PathGate, input: &ListInput) -> Result<ListOutput, ToolError> {
-        super::list(gate, &TreeModel::off(), input, &Cancel::never())
+        super::list(&Corpus::walked(gate), input, &Cancel::never())
     }
 
     #[test]
@@ -178,7 +177,7 @@ mod tests {
 
     #[test]
     fn hostile_names_stay_within_the_size_hint() {
-        let name = "\u{1}".repeat(250);
+        let name = crate::tools::COSTLY_NAME_CHAR.repeat(250);
         let files: Vec<(String, &str)> = (0..MAX_ENTRIES_CAP)
             .map(|i| (format!("{i:04}{name}"), ""))
             .collect();

@@ -1,12 +1,14 @@
-//! The six tools. Each module takes plain Rust inputs and returns a plain
+//! The eight tools. Each module takes plain Rust inputs and returns a plain
 //! output struct (serialized as the tool's `structuredContent`) or a
 //! [`ToolError`], whose one-line message tells the model what was wrong and
 //! what is allowed.
 
 pub mod check;
+pub mod definitions;
 pub mod docs;
 pub mod find;
 pub mod list;
+pub mod outline;
 pub mod read;
 pub mod search;
 
@@ -171,6 +173,13 @@ pub fn json_byte_width(byte: u8) -> usize {
         _ => 1,
     }
 }
+
+/// Test fixture shared by the tool modules: a character that costs the
+/// most in a JSON answer and is allowed in a file name. Windows refuses
+/// control characters in names, so there it is DEL, which the size
+/// accounting counts as six characters (as an escaped control character).
+#[cfg(test)]
+pub(crate) const COSTLY_NAME_CHAR: &str = if cfg!(windows) { "\u{7f}" } else { "\u{1}" };
 
 /// Test fixture shared by the tool modules: a temporary project root
 /// holding `files` (path, content), and its gate.

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Status, ToolError, json_byte_width};
 use crate::cancel::Cancel;
-use crate::security::{PathGate, SNIFF_BYTES, looks_binary};
+use crate::corpus::searchable::{SNIFF_BYTES, looks_binary};
+use crate::security::PathGate;
 
 /// Content is capped at 200 KiB.
 pub const MAX_CONTENT_BYTES: usize = 200 * 1024;

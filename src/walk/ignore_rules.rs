@@ -234,7 +234,7 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Cached>> {
 /// The rules of the ignore file at `file` (in `folder`), from the cache
 /// when the file is unchanged.
 fn load((handle, metadata): (File, Metadata), file: &Path, folder: &Path) -> Rules {
-    let stamp = Stamp::of(&metadata);
+    let stamp = Stamp::of_open(&handle, &metadata);
     let Ok(mut cache) = cache().lock() else {
         return compile(handle, file, folder);
     };

@@ -1,7 +1,8 @@
 //! What identifies one version of a file, shared by the tree model and the
 //! walker's ignore-rule cache.
 
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// What identifies one version of a file: a rewrite changes at least the
@@ -34,6 +35,10 @@ impl Stamp {
         }
     }
 
+    /// From the metadata alone. Windows keeps no change time there: a
+    /// stamp that must show every rewrite comes from [`Stamp::of_open`] or
+    /// [`Stamp::lstat`]; this one serves only to tell files apart by size and
+    /// times.
     #[cfg(not(unix))]
     pub fn of(metadata: &Metadata) -> Self {
         let nanos = |time: std::io::Result<SystemTime>| {
@@ -50,6 +55,39 @@ impl Stamp {
             mode: u32::from(metadata.permissions().readonly()),
             links: 1,
         }
+    }
+
+    /// The stamp of a file opened with `metadata`.
+    #[cfg(unix)]
+    pub fn of_open(_file: &File, metadata: &Metadata) -> Self {
+        Self::of(metadata)
+    }
+
+    /// The stamp of a file opened with `metadata`: on Windows read from the
+    /// handle, with NTFS's change time (see [`windows::stamp`]).
+    #[cfg(windows)]
+    pub fn of_open(file: &File, metadata: &Metadata) -> Self {
+        windows::stamp(file).unwrap_or_else(|_| Self::of(metadata))
+    }
+
+    /// What is at `path` (a final symlink not followed) and its stamp.
+    #[cfg(unix)]
+    pub fn lstat(path: &Path) -> std::io::Result<(Metadata, Self)> {
+        let metadata = std::fs::symlink_metadata(path)?;
+        let stamp = Self::of(&metadata);
+        Ok((metadata, stamp))
+    }
+
+    /// What is at `path` (a final symlink or junction not followed) and its
+    /// stamp. Windows puts the change time only behind a handle: the entry
+    /// is opened for its attributes (which no sharing mode refuses), once,
+    /// as `symlink_metadata` itself does.
+    #[cfg(windows)]
+    pub fn lstat(path: &Path) -> std::io::Result<(Metadata, Self)> {
+        let file = windows::open_attributes(path)?;
+        let metadata = file.metadata()?;
+        let stamp = windows::stamp(&file)?;
+        Ok((metadata, stamp))
     }
 
     pub fn size(&self) -> u64 {
@@ -139,5 +177,71 @@ mod tests {
             .expect("set mtime");
         let settled = Stamp::of(&file.as_file().metadata().expect("metadata"));
         assert!(settled.is_trusted(now + Duration::from_secs(1), now + Duration::from_secs(1)));
+    }
+}
+
+/// Windows: what NTFS keeps for a version of a file. A rewrite that keeps
+/// the size and puts the last write time back still moves the change time
+/// (`FILE_BASIC_INFO.ChangeTime`, which no `SetFileTime` call sets), as
+/// `ctime` does on Unix; the file index and volume serial number stand for
+/// the inode and device.
+#[cfg(windows)]
+mod windows {
+    use super::Stamp;
+    use std::fs::File;
+    use std::io;
+    use std::os::windows::fs::OpenOptionsExt;
+    use std::os::windows::io::AsRawHandle;
+    use std::path::Path;
+    use windows_sys::Win32::Storage::FileSystem::{
+        BY_HANDLE_FILE_INFORMATION, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
+        FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
+        FILE_SHARE_WRITE, FileBasicInfo, GetFileInformationByHandle, GetFileInformationByHandleEx,
+    };
+
+    /// 100-nanosecond ticks from 1601-01-01 (FILETIME's epoch) to 1970-01-01.
+    const TICKS_TO_UNIX_EPOCH: i128 = 116_444_736_000_000_000;
+
+    /// `path` opened for its attributes only: folders too (backup
+    /// semantics), a final symlink or junction itself (not its target).
+    pub fn open_attributes(path: &Path) -> io::Result<File> {
+        std::fs::OpenOptions::new()
+            .access_mode(FILE_READ_ATTRIBUTES)
+            .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+            .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)
+    }
+
+    pub fn stamp(file: &File) -> io::Result<Stamp> {
+        let handle = file.as_raw_handle();
+        // SAFETY: both structures are plain data the calls fill in; the
+        // handle stays open for the duration of the calls.
+        let (info, basic) = unsafe {
+            let mut info: BY_HANDLE_FILE_INFORMATION = std::mem::zeroed();
+            if GetFileInformationByHandle(handle, &mut info) == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut basic: FILE_BASIC_INFO = std::mem::zeroed();
+            if GetFileInformationByHandleEx(
+                handle,
+                FileBasicInfo,
+                (&raw mut basic).cast(),
+                size_of::<FILE_BASIC_INFO>() as u32,
+            ) == 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            (info, basic)
+        };
+        let nanos = |ticks: i64| (i128::from(ticks) - TICKS_TO_UNIX_EPOCH) * 100;
+        Ok(Stamp {
+            len: u64::from(info.nFileSizeHigh) << 32 | u64::from(info.nFileSizeLow),
+            modified: nanos(basic.LastWriteTime),
+            changed: nanos(basic.ChangeTime),
+            inode: u64::from(info.nFileIndexHigh) << 32 | u64::from(info.nFileIndexLow),
+            device: u64::from(info.dwVolumeSerialNumber),
+            mode: info.dwFileAttributes,
+            links: u64::from(info.nNumberOfLinks),
+        })
     }
 }

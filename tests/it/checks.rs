@@ -3,12 +3,21 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::sync::{Arc, Mutex};
+#[cfg(unix)]
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, demo_root, eventually, pid_in, text_of};
+use crate::common::RawServer;
+use crate::common::eventually;
+use crate::common::{Server, demo_root};
+#[cfg(unix)]
+use crate::common::{pid_in, text_of};
+#[cfg(unix)]
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
+#[cfg(unix)]
 use rmcp::service::{NotificationContext, RunningService};
+#[cfg(unix)]
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -93,11 +102,13 @@ async fn assert_tree_gone(pgid: i32) {
 }
 
 /// An rmcp client that records the progress notifications it receives.
+#[cfg(unix)]
 #[derive(Clone, Default)]
 struct ProgressRecorder {
     seen: Arc<Mutex<Vec<ProgressNotificationParam>>>,
 }
 
+#[cfg(unix)]
 impl ProgressRecorder {
     fn messages(&self) -> Vec<String> {
         self.seen
@@ -118,6 +129,7 @@ impl ProgressRecorder {
     }
 }
 
+#[cfg(unix)]
 impl ClientHandler for ProgressRecorder {
     async fn on_progress(
         &self,
@@ -128,6 +140,7 @@ impl ClientHandler for ProgressRecorder {
     }
 }
 
+#[cfg(unix)]
 async fn start_recording_client(
     setup: &Setup,
 ) -> (
@@ -143,6 +156,7 @@ async fn start_recording_client(
     (client, recorder)
 }
 
+#[cfg(unix)]
 async fn call_on(
     client: &RunningService<RoleClient, ProgressRecorder>,
     name: &str,
@@ -160,6 +174,9 @@ async fn call_on(
 // ---------------------------------------------------------------------------
 // The prototype's fourth verification request, and the schema.
 
+/// Needs Python with pytest, which the Wine prefix Windows is tested in has
+/// not: on Windows the `.cmd` checks below run the same runner.
+#[cfg(unix)]
 #[tokio::test]
 async fn demo_project_tests_pass_through_the_tool() {
     let server = Server::start(&demo_root()).await;
@@ -288,6 +305,125 @@ async fn a_cmd_script_is_found_through_pathext_and_started_safely() {
     // %1 keeps the quotes Rust added, so cmd.exe prints `&` literally.
     assert!(stdout.contains("greet:\"a&b\""), "{stdout}");
     server.stop().await;
+}
+
+/// Windows: a folder holding `scripts` (name, body) as `.cmd` files, and the
+/// PATH (as a TOML literal string) that finds them first.
+#[cfg(windows)]
+fn cmd_scripts(scripts: &[(&str, &str)]) -> (TempDir, String) {
+    let bin = tempfile::tempdir().expect("bin dir");
+    for (name, body) in scripts {
+        std::fs::write(bin.path().join(format!("{name}.cmd")), body).expect("write script");
+    }
+    let path = format!(
+        "{};{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}
+
+/// Windows: exit code and both streams of a failing `.cmd` check, run by
+/// the runner without Python or a Unix shell.
+#[cfg(windows)]
+#[tokio::test]
+async fn a_failing_cmd_check_reports_exit_code_and_output() {
+    let (_bin, path) = cmd_scripts(&[(
+        "fail",
+        "@echo off\r\necho about to fail\r\necho oops 1>&2\r\nexit /b 3\r\n",
+    )]);
+    let setup = Setup::new(&format!(
+        "[checks.fail]\nargv = [\"fail\"]\nenv = {{ PATH = '{path}' }}\n"
+    ));
+    let server = setup.server().await;
+    let result = server.ok("run_project_check", check("fail")).await;
+    assert_eq!(result["status"], "success");
+    assert_eq!(result["passed"], false);
+    assert_eq!(result["exit_code"], 3);
+    assert_eq!(result["stdout"], "about to fail\r\n");
+    assert_eq!(result["stderr"].as_str().map(str::trim_end), Some("oops"));
+    server.stop().await;
+}
+
+/// Windows: how many `ping.exe` processes run (the grandchild of the
+/// `hang` script below; no other test starts one).
+#[cfg(windows)]
+fn running_pings() -> usize {
+    let listed = std::process::Command::new("tasklist")
+        .output()
+        .expect("tasklist runs");
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|line| line.to_ascii_lowercase().starts_with("ping.exe"))
+        .count()
+}
+
+/// Windows: the check runs in a Job object, so its whole tree (cmd.exe and
+/// the ping.exe it started) dies on a timeout, on cancellation and when the
+/// server exits. One test, because all three watch the same process name.
+#[cfg(windows)]
+#[tokio::test]
+async fn a_cmd_checks_whole_tree_dies_on_timeout_cancel_and_server_exit() {
+    let (_bin, path) = cmd_scripts(&[(
+        "hang",
+        "@echo off\r\necho started\r\nping -n 600 127.0.0.1 >nul\r\n",
+    )]);
+    let setup = Setup::new(&format!(
+        "[checks.slow]\nargv = [\"hang\"]\ntimeout_seconds = 2\nenv = {{ PATH = '{path}' }}\n\
+         [checks.hang]\nargv = [\"hang\"]\nenv = {{ PATH = '{path}' }}\n"
+    ));
+    assert_eq!(running_pings(), 0, "a ping.exe runs before the test");
+
+    let server = setup.server().await;
+    let result = server.call("run_project_check", check("slow")).await;
+    assert_eq!(result.is_error, Some(true));
+    let structured = result.structured_content.expect("structuredContent");
+    assert_eq!(structured["error"], "check timed out after 2s");
+    assert_eq!(structured["exit_code"], Value::Null);
+    assert_eq!(structured["stdout"], "started\r\n");
+    eventually("the timed-out check's ping.exe is gone", || {
+        running_pings() == 0
+    })
+    .await;
+    server.stop().await;
+
+    let mut server = setup.raw_server();
+    server.initialize("2025-06-18").await;
+    server
+        .send(&json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "run_project_check", "arguments": {"check_name": "hang"}}
+        }))
+        .await;
+    eventually("the check's ping.exe runs", || running_pings() == 1).await;
+    server
+        .send(&json!({
+            "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "user pressed stop"}
+        }))
+        .await;
+    eventually("the cancelled check's ping.exe is gone", || {
+        running_pings() == 0
+    })
+    .await;
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+
+    let mut server = setup.raw_server();
+    server.initialize("2025-06-18").await;
+    server
+        .send(&json!({
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "run_project_check", "arguments": {"check_name": "hang"}}
+        }))
+        .await;
+    eventually("the check's ping.exe runs", || running_pings() == 1).await;
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+    eventually("the exited server's check's ping.exe is gone", || {
+        running_pings() == 0
+    })
+    .await;
 }
 
 // ---------------------------------------------------------------------------

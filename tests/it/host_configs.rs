@@ -6,7 +6,7 @@
 //! checked the same way. (tests/hosts_cli.rs drives the real host CLIs.)
 //!
 //! Each test runs in a scratch copy of the project so the log lands in the
-//! copy's `evidence/tool-calls.log`, not in the repository.
+//! copy's `target/mcp-project-helper.log`, not in the repository.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -73,7 +73,10 @@ fn expand(text: &str, mut resolve: impl FnMut(&str) -> String) -> String {
 fn assert_points_at_installed_binary(entry: &Entry) {
     assert_eq!(entry.command, "mcp-project-helper");
     for arg in &entry.args {
-        assert!(!arg.contains("target/"), "build folder in args: {arg}");
+        assert!(
+            !arg.contains("target/debug") && !arg.contains("target/release"),
+            "build folder in args: {arg}"
+        );
     }
 }
 
@@ -174,11 +177,11 @@ async fn claude_code_mcp_json_serves_demo_project_from_any_subfolder() {
             &entry.args,
             cwd,
             &[],
-            Some(project.path().join("evidence").join("tool-calls.log")),
+            Some(project.path().join("target").join("mcp-project-helper.log")),
         )
         .await;
     }
-    assert!(!subfolder.join("evidence").exists(), "log went to the top");
+    assert!(!subfolder.join("target").exists(), "log went to the top");
 }
 
 #[tokio::test]
@@ -198,13 +201,26 @@ async fn vscode_mcp_json_with_workspace_folder() {
         &args,
         workspace.path(),
         &[],
-        Some(workspace.path().join("evidence").join("tool-calls.log")),
+        Some(
+            workspace
+                .path()
+                .join("target")
+                .join("mcp-project-helper.log"),
+        ),
     )
     .await;
 }
 
 #[test]
-fn both_configs_serve_demo_project_and_log_to_evidence() {
+fn both_configs_serve_demo_project_and_log_to_an_ignored_folder() {
+    // A host session leaves `git status` clean: the log goes where git
+    // ignores it.
+    let ignored = std::process::Command::new("git")
+        .args(["check-ignore", "-q", "target/mcp-project-helper.log"])
+        .current_dir(repo_dir())
+        .status()
+        .expect("run git");
+    assert!(ignored.success(), "target/ is not ignored by git");
     let (_, claude) = entry(".mcp.json", "mcpServers");
     let (_, vscode) = entry(".vscode/mcp.json", "servers");
     assert_eq!(
@@ -213,7 +229,7 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
             "--root",
             "demo_project",
             "--log-file",
-            "evidence/tool-calls.log"
+            "target/mcp-project-helper.log"
         ]
     );
     assert_eq!(
@@ -222,7 +238,7 @@ fn both_configs_serve_demo_project_and_log_to_evidence() {
             "--root",
             "${workspaceFolder}/demo_project",
             "--log-file",
-            "${workspaceFolder}/evidence/tool-calls.log"
+            "${workspaceFolder}/target/mcp-project-helper.log"
         ]
     );
 }
@@ -267,11 +283,30 @@ async fn user_snippets_start_this_binary() {
         ("codex", "mcp_servers", false),
         ("gemini", "mcpServers", false),
         ("windsurf", "mcpServers", true),
-        ("zed", "context_servers", false),
+        ("zed", "context_servers", true),
         ("cline", "mcpServers", true),
         ("jetbrains", "mcpServers", true),
     ] {
-        let (text, json) = config_output(&[host, "--scope", "user", "--root", root_arg]);
+        // A named root reaches every snippet.
+        let (_, named) = config_output(&[host, "--scope", "user", "--root", root_arg]);
+        assert_eq!(
+            named[key]["project-helper"]["args"],
+            json!(["--root", root_arg]),
+            "{host}"
+        );
+        let output = cli_command(&["config", host, "--scope", "user"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        assert!(output.status.success(), "{output:?}");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let (_, document) = text.split_once("\n\n").expect("a document block");
+        let json: Value = if host == "codex" {
+            serde_json::to_value(toml::from_str::<toml::Table>(document).expect("TOML"))
+                .expect("as JSON")
+        } else {
+            serde_json::from_str(document).expect("JSON")
+        };
         assert!(text.contains("user scope"), "{text}");
         let server = &json[key]["project-helper"];
         let command = server["command"].as_str().expect("command");
@@ -324,20 +359,36 @@ fn project_snippets_name_the_installed_command_and_the_workspace() {
         ("codex", "mcp_servers", ".codex/config.toml", "."),
         ("gemini", "mcpServers", ".gemini/settings.json", "."),
     ] {
+        // The file goes at the repository top; the root named below it is
+        // written relative to it.
         let (text, json) = config_output(&[host, "--root", root_arg]);
         let first = text.lines().next().expect("a first line");
         assert!(first.contains("project scope"), "{text}");
+        let top = dunce::canonicalize(repo_dir()).expect("canonical repository");
         let file = file
             .split('/')
-            .fold(PathBuf::from(root_arg), |path, part| path.join(part))
+            .fold(top, |path, part| path.join(part))
             .display()
             .to_string();
         assert!(first.ends_with(&file), "{host} names {file}:\n{text}");
         let server = &json[key]["project-helper"];
         assert_eq!(server["command"], "mcp-project-helper", "{host}");
-        assert_eq!(server["args"], json!(["--root", root_value]), "{host}");
+        let expected = if root_value == "." {
+            "demo_project".to_string()
+        } else {
+            format!("{root_value}/demo_project")
+        };
+        assert_eq!(server["args"], json!(["--root", expected]), "{host}");
     }
-    for host in ["claude-desktop", "windsurf", "zed", "cline", "jetbrains"] {
+    // JetBrains keeps a project-level entry in its settings, with the
+    // absolute root (it expands no variable).
+    let (text, json) = config_output(&["jetbrains", "--scope", "project", "--root", root_arg]);
+    assert!(text.contains("project scope"), "{text}");
+    assert_eq!(
+        json["mcpServers"]["project-helper"]["args"],
+        json!(["--root", root_arg])
+    );
+    for host in ["claude-desktop", "windsurf", "zed", "cline"] {
         let output = cli_command(&["config", host, "--scope", "project"])
             .output()
             .expect("run config");
@@ -355,7 +406,7 @@ fn config_docker_form_mounts_the_root_read_only() {
     let server = &json["mcpServers"]["project-helper"];
     assert_eq!(server["command"], "docker");
     let args = server["args"].as_array().expect("args");
-    let mount = format!("{root_arg}:/project:ro");
+    let mount = format!("type=bind,source={root_arg},target=/project,readonly");
     assert_eq!(args[..3], [json!("run"), json!("-i"), json!("--rm")]);
     assert!(args.contains(&json!(mount)), "{server}");
     assert!(

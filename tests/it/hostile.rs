@@ -3,11 +3,17 @@
 //! arguments. Every call must answer (a result or a tool error, never a
 //! hang), and the server must keep serving afterwards.
 
+#[cfg(unix)]
 use std::path::Path;
+#[cfg(unix)]
 use std::process::Stdio;
 
-use crate::common::{self, Server, TempProject, strings};
-use serde_json::{Value, json};
+#[cfg(unix)]
+use crate::common;
+use crate::common::{Server, TempProject, strings};
+#[cfg(unix)]
+use serde_json::Value;
+use serde_json::json;
 
 /// Proves the server still answers, and answers correctly.
 async fn still_serving(server: &Server) {
@@ -23,6 +29,7 @@ fn base_project() -> TempProject {
     project
 }
 
+#[cfg(unix)]
 fn entry_type(out: &Value, path: &str) -> String {
     out["entries"]
         .as_array()

@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use crate::common::{self, Server, TempProject, strings};
-use serde_json::{Value, json};
+#[cfg(unix)]
+use serde_json::Value;
+use serde_json::json;
 
 /// Every planted outside or secret file carries this marker; no answer may
 /// ever contain it.
 const MARKER: &str = "GATELEAK";
 
+#[cfg(unix)]
 fn tool_answer_text(result: &rmcp::model::CallToolResult) -> String {
     let structured = result
         .structured_content
@@ -161,37 +164,40 @@ async fn get_docs_refuses_a_docs_folder_that_is_a_symlink_out_of_the_root() {
 }
 
 #[tokio::test]
-async fn get_docs_refuses_a_docs_flag_outside_the_root_and_logs_why() {
+async fn a_docs_flag_outside_the_root_is_served_and_nothing_leaves_that_folder() {
     let project = TempProject::new();
     project.write("README.md", "# Readme\n");
-    let outside = project.outside().join("handbook");
+    let handbook = project.outside().join("handbook");
+    common::write_file(&handbook.join("ops.md"), b"# Ops\n\nrotate the widgets\n");
     common::write_file(
-        &outside.join("ops.md"),
-        format!("# Ops\n\n{MARKER}\n").as_bytes(),
+        &handbook.join(".env.md"),
+        format!("# Env\n\nwidgets {MARKER}\n").as_bytes(),
     );
-    let log = project.outside().join("server.log");
-    let docs = outside.to_string_lossy().into_owned();
-    let log_arg = log.to_string_lossy().into_owned();
-    let server = Server::start_with(
-        &project.root,
-        &["--docs", &docs, "--log-file", &log_arg],
-        &[],
-    )
-    .await;
-    let message = server.err("get_docs", json!({"query": "ops"})).await;
-    assert!(
-        message.contains("outside") && message.contains("refused") && message.contains("--docs"),
-        "{message}"
+    // Beside the named folder, reachable only through links inside it.
+    let beside = project.outside().join("private");
+    common::write_file(
+        &beside.join("plan.md"),
+        format!("# Plan\n\nwidgets {MARKER}\n").as_bytes(),
     );
-    assert!(!message.contains(MARKER), "{message}");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&beside, handbook.join("linked")).unwrap();
+        std::os::unix::fs::symlink(beside.join("plan.md"), handbook.join("plan.md")).unwrap();
+    }
+    let docs = handbook.to_string_lossy().into_owned();
+    let server = Server::start_with(&project.root, &["--docs", &docs], &[]).await;
+    let found = server.ok("get_docs", json!({"query": "widgets"})).await;
+    assert_eq!(found["results"][0]["file"], "ops.md", "{found}");
+    assert_eq!(found["count"], 1, "{found}");
+    assert!(found["results"][0].get("path").is_none(), "{found}");
+    let listed = server.ok("get_docs", json!({})).await;
+    assert_eq!(listed["count"], 1, "{listed}");
+    assert!(!found.to_string().contains(MARKER) && !listed.to_string().contains(MARKER));
+    // The project's own tools still see only the project.
+    server
+        .err("read_project_file", json!({"path": "../handbook/ops.md"}))
+        .await;
     server.stop().await;
-    let logged = std::fs::read_to_string(&log).expect("log file");
-    assert!(
-        logged
-            .lines()
-            .any(|line| line.contains("get_docs is refused") && line.contains(&docs)),
-        "{logged}"
-    );
 }
 
 #[tokio::test]

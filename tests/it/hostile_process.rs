@@ -9,9 +9,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{RawServer, binary, demo_root, eventually, pid_in, server_command};
+use crate::common::{RawServer, demo_root, server_command};
+#[cfg(target_os = "linux")]
+use crate::common::{binary, eventually, pid_in};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+#[cfg(target_os = "linux")]
 use tokio::process::Command;
 
 /// A project root plus an operator config in a folder beside it.
@@ -27,6 +30,7 @@ impl Setup {
         Setup { dir }
     }
 
+    #[cfg(target_os = "linux")]
     fn root(&self) -> PathBuf {
         self.dir.path().join("proj")
     }
@@ -39,6 +43,7 @@ impl Setup {
         vec!["--config".to_string(), self.config().display().to_string()]
     }
 
+    #[cfg(target_os = "linux")]
     fn raw_server(&self) -> RawServer {
         let args = self.args();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -83,6 +88,7 @@ fn assert_dead(pid: i32, what: &str) {
 
 /// Starts a detached daemon (its pid in `daemon.pid`), waits until it
 /// wrote its pid, then runs `rest`.
+#[cfg(target_os = "linux")]
 fn daemon_script(detach: &str, rest: &str) -> String {
     let daemon = "sh -c 'echo $$ > daemon.pid.tmp; mv daemon.pid.tmp daemon.pid; exec sleep 1099'";
     let detached = match detach {
@@ -92,6 +98,7 @@ fn daemon_script(detach: &str, rest: &str) -> String {
     format!("{detached}\nwhile [ ! -s daemon.pid ]; do sleep 0.05; done; {rest}")
 }
 
+#[cfg(target_os = "linux")]
 fn config_with_checks(checks: &[(&str, String, Option<u64>)]) -> String {
     let mut toml = String::new();
     for (name, script, timeout) in checks {

@@ -124,6 +124,7 @@ fn config_document(args: &[&str], cwd: &Path) -> String {
 }
 
 /// The `claude mcp add` line `config claude-code` prints for this shell.
+#[cfg(unix)]
 fn claude_mcp_add_line(args: &[&str], cwd: &Path) -> String {
     let output = cli_command(&["config"])
         .args(args)
@@ -170,10 +171,81 @@ fn claude_code_connects_with_the_checked_in_mcp_json_from_the_top_and_from_src()
         let output = sandbox.run(&claude, &["mcp", "get", "project-helper"], &cwd);
         assert_connected(&output, &format!("claude mcp get from {}", cwd.display()));
     }
-    let roots = served_roots(&repo.join("evidence/tool-calls.log"));
+    let roots = served_roots(&repo.join("target/mcp-project-helper.log"));
     let demo = repo.join("demo_project").display().to_string();
     assert!(roots.len() >= 3, "one start per run: {roots:?}");
     assert!(roots.iter().all(|root| *root == demo), "{roots:?}");
+}
+
+/// `git ARGS` in `repo`, which must succeed; its stdout.
+fn git(repo: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .expect("git is installed");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+#[test]
+fn a_claude_code_session_with_the_checked_in_config_leaves_git_status_clean() {
+    let Some(claude) = host_cli("claude") else {
+        return;
+    };
+    // A committed copy of the repository's layout with its real .gitignore.
+    let sandbox = Sandbox::new();
+    let repo = sandbox.repo();
+    for file in [".mcp.json", ".gitignore"] {
+        std::fs::copy(repo_dir().join(file), repo.join(file)).expect("copy");
+    }
+    copy_dir(&demo_root(), &repo.join("demo_project"));
+    std::fs::write(repo.join("src/deep/lib.rs"), "// code\n").expect("write");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "layout"]);
+    claude_settings(&sandbox);
+    for cwd in [repo.clone(), repo.join("src/deep")] {
+        let output = sandbox.run(&claude, &["mcp", "get", "project-helper"], &cwd);
+        assert_connected(&output, &format!("claude mcp get from {}", cwd.display()));
+    }
+    assert!(
+        repo.join("target/mcp-project-helper.log").is_file(),
+        "the server logged"
+    );
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]),
+        "",
+        "git status is clean"
+    );
+}
+
+#[test]
+fn claude_code_serves_the_intended_folder_from_a_subfolder_of_an_archive_copy() {
+    let Some(claude) = host_cli("claude") else {
+        return;
+    };
+    // A downloaded source archive: the layout without .git.
+    let sandbox = Sandbox::new();
+    let repo = sandbox.repo();
+    std::fs::remove_dir_all(repo.join(".git")).expect("rm .git");
+    std::fs::copy(repo_dir().join(".mcp.json"), repo.join(".mcp.json")).expect("copy");
+    copy_dir(&demo_root(), &repo.join("demo_project"));
+    claude_settings(&sandbox);
+    let output = sandbox.run(
+        &claude,
+        &["mcp", "get", "project-helper"],
+        &repo.join("src/deep"),
+    );
+    assert_connected(&output, "claude mcp get from src/deep of an archive copy");
+    let roots = served_roots(&repo.join("target/mcp-project-helper.log"));
+    let demo = repo.join("demo_project").display().to_string();
+    assert_eq!(roots, [demo]);
 }
 
 #[test]
@@ -323,7 +395,10 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
             .expect("run config");
         assert!(output.status.success(), "{output:?}");
         let text = String::from_utf8(output.stdout).expect("UTF-8");
-        let mount = format!("{}:/project:ro", expected.display());
+        let mount = format!(
+            "type=bind,source={},target=/project,readonly",
+            expected.display()
+        );
         assert!(
             text.contains(&serde_json::to_string(&mount).expect("json")),
             "--root {root} from {}:\n{text}",
@@ -354,7 +429,10 @@ fn relative_root_resolves_against_the_repository_top_from_any_subfolder() {
         .output()
         .expect("run config");
     let text = String::from_utf8(output.stdout).expect("UTF-8");
-    let mount = format!("{}:/project:ro", outside.join("p").display());
+    let mount = format!(
+        "type=bind,source={},target=/project,readonly",
+        outside.join("p").display()
+    );
     assert!(
         text.contains(&serde_json::to_string(&mount).expect("json")),
         "{text}"

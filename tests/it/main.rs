@@ -25,3 +25,4 @@ mod tools_docs;
 mod tools_list_find;
 mod tools_read;
 mod tools_search;
+mod tools_symbols;

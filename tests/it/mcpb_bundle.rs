@@ -3,20 +3,23 @@
 //! with the official `mcpb` CLI; the packed bundle is a zip that unpacks to
 //! the manifest and the binary; its server, started the way Claude Desktop
 //! starts it (`${__dirname}` and the chosen project folder substituted),
-//! answers `initialize`, lists the six tools and serves the folder.
+//! answers `initialize`, lists the eight tools and serves the folder.
 //!
 //! The script is bash and the release job runs it on Linux, so this test
 //! runs on Unix; the manifest checks run everywhere.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-
-use crate::common::host_cli::host_cli;
-use crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root, repo_dir};
-use rmcp::ServiceExt;
-use rmcp::transport::TokioChildProcess;
+use crate::common::repo_dir;
 use serde_json::{Value, json};
-use tokio::process::Command;
+#[cfg(unix)]
+use {
+    crate::common::host_cli::host_cli,
+    crate::common::{SETTINGS_ENV, Server, binary, copy_dir, demo_root},
+    rmcp::ServiceExt,
+    rmcp::transport::TokioChildProcess,
+    std::path::{Path, PathBuf},
+    std::process::Stdio,
+    tokio::process::Command,
+};
 
 fn manifest() -> Value {
     let text = std::fs::read_to_string(repo_dir().join(".github/mcpb/manifest.json"))
@@ -25,6 +28,7 @@ fn manifest() -> Value {
 }
 
 /// Replaces the variables Claude Desktop substitutes in `mcp_config`.
+#[cfg(unix)]
 fn substitute(text: &str, dirname: &Path, project: &Path) -> String {
     text.replace("${__dirname}", &dirname.display().to_string())
         .replace(

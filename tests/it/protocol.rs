@@ -2,6 +2,7 @@
 //! annotations and schemas, structuredContent, malformed input, concurrency,
 //! shutdown on stdin EOF, and a stdout that carries nothing but JSON-RPC.
 
+#[cfg(target_os = "linux")]
 use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -10,19 +11,23 @@ use crate::common::{RawServer, Server, TempProject, demo_root, strings, text_of}
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
-const TOOL_ORDER: [&str; 6] = [
+const TOOL_ORDER: [&str; 8] = [
     "search_project_files",
     "read_project_file",
     "list_project_directory",
     "find_project_files",
+    "outline_project_file",
+    "find_symbol_definitions",
     "get_docs",
     "run_project_check",
 ];
-const READ_TOOLS: [&str; 5] = [
+const READ_TOOLS: [&str; 7] = [
     "search_project_files",
     "read_project_file",
     "list_project_directory",
     "find_project_files",
+    "outline_project_file",
+    "find_symbol_definitions",
     "get_docs",
 ];
 
@@ -78,7 +83,7 @@ async fn initialize_answers_the_2025_revisions() {
             .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
             .await;
         let listed = server.recv_id(&json!(1)).await;
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 6);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 8);
 
         server
             .send(&call_request(
@@ -199,7 +204,7 @@ fn tool<'a>(tools: &'a [Value], name: &str) -> &'a Value {
 }
 
 #[tokio::test]
-async fn six_tools_in_a_stable_order_with_the_spec_annotations() {
+async fn eight_tools_in_a_stable_order_with_the_spec_annotations() {
     let first = listed_tools().await;
     let names: Vec<&str> = first.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, TOOL_ORDER);
@@ -366,6 +371,28 @@ async fn output_schemas_of_search_and_get_docs_declare_their_fields() {
         &tools,
         "get_docs",
         &["query", "results", "count", "truncated"],
+    );
+}
+
+#[tokio::test]
+async fn schemas_of_outline_and_definitions_declare_every_parameter_and_field() {
+    let tools = listed_tools().await;
+    assert_input_schema(&tools, "outline_project_file", &["path"], &["path"]);
+    assert_input_schema(
+        &tools,
+        "find_symbol_definitions",
+        &["name", "kind", "path", "max_results", "offset"],
+        &["name"],
+    );
+    assert_output_schema(
+        &tools,
+        "outline_project_file",
+        &["file", "language", "count", "truncated", "symbols"],
+    );
+    assert_output_schema(
+        &tools,
+        "find_symbol_definitions",
+        &["name", "definitions", "count", "truncated"],
     );
 }
 

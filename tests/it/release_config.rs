@@ -200,6 +200,34 @@ fn image_name_and_prebuilt_layout_agree_everywhere() {
     // Both build the static binary the same way.
     for text in [&publish, &build_image] {
         assert!(text.contains("-C target-feature=+crt-static"));
-        assert!(text.contains("--release --locked --target"));
+        assert!(text.contains("--profile dist --locked --target"));
+    }
+}
+
+#[test]
+fn a_newcomers_release_build_is_quick_and_what_ships_uses_the_dist_profile() {
+    let cargo = toml_file("Cargo.toml");
+    let release = &cargo["profile"]["release"];
+    assert_eq!(release["lto"].as_str(), Some("thin"));
+    assert!(
+        release.get("codegen-units").is_none(),
+        "the default codegen units keep `cargo build --release` in minutes"
+    );
+    let dist = &cargo["profile"]["dist"];
+    assert_eq!(dist["inherits"].as_str(), Some("release"));
+    assert_eq!(dist["lto"].as_bool(), Some(true));
+    assert_eq!(dist["codegen-units"].as_integer(), Some(1));
+    // cargo-dist builds the `dist` profile; the image builds must too.
+    for path in [
+        "Dockerfile",
+        "tests/support/build-image.sh",
+        ".github/workflows/publish-image.yml",
+    ] {
+        let text = read(path);
+        assert!(text.contains("cargo build --profile dist"), "{path}");
+        assert!(
+            !text.contains("--release"),
+            "{path} builds the release profile"
+        );
     }
 }

@@ -28,8 +28,8 @@ unset CARGO_ENCODED_RUSTFLAGS
 # --target keeps build scripts and proc-macros dynamic; only the binary is
 # linked statically (glibc, crt-static), so it runs on `FROM scratch`.
 RUSTFLAGS="-C target-feature=+crt-static" \
-    cargo build --release --locked --target "$target" --target-dir target/static >&2
-binary=$repo/target/static/$target/release/mcp-project-helper
+    cargo build --profile dist --locked --target "$target" --target-dir target/static >&2
+binary=$repo/target/static/$target/dist/mcp-project-helper
 
 # A small build context holding only the binary, at the path the Dockerfile's
 # `prebuilt` stage expects: prebuilt/<TARGETARCH>/mcp-project-helper.

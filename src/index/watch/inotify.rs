@@ -2,9 +2,8 @@
 //! read without blocking at the start of every call.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -447,16 +446,7 @@ impl InotifyFeed {
 /// The name of the file system holding `path` when it is one whose
 /// other clients' writes this kernel never hears of.
 pub(super) fn remote_file_system(path: &Path) -> Option<&'static str> {
-    let path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut stats = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `path` is NUL-terminated and `stats` is a valid place for
-    // the kernel to write one `statfs`.
-    let result = unsafe { libc::statfs(path.as_ptr(), stats.as_mut_ptr()) };
-    if result != 0 {
-        return None;
-    }
-    // SAFETY: `statfs` succeeded, so it filled `stats`.
-    let stats = unsafe { stats.assume_init() };
+    let stats = rustix::fs::statfs(path).ok()?;
     // The magic numbers are 32-bit; `f_type` is wider on 64-bit targets.
     let kind = stats.f_type as u32;
     REMOTE_FILE_SYSTEMS
@@ -488,7 +478,7 @@ mod tests {
         fn with(ignored: IgnoredFn, limits: Limits) -> Fixture {
             let dir = tempfile::tempdir().expect("temp dir");
             let root = dunce::canonicalize(dir.path()).expect("canonical root");
-            let watcher = ChangeWatcher::start_with(&root, ignored, true, limits, &mut || {});
+            let watcher = ChangeWatcher::start_inotify(&root, ignored, limits, &mut || {});
             assert!(watcher.is_live(), "inotify is available here");
             Fixture {
                 _dir: dir,
@@ -608,6 +598,8 @@ mod tests {
 
     /// `renameat2(RENAME_EXCHANGE)` of two paths below the root.
     fn exchange(fixture: &Fixture, a: &str, b: &str) {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
         let (a, b) = (fixture.path(a), fixture.path(b));
         let a = CString::new(a.as_os_str().as_bytes()).expect("no NUL");
         let b = CString::new(b.as_os_str().as_bytes()).expect("no NUL");
@@ -791,7 +783,7 @@ mod tests {
             ..Limits::default()
         };
         let watcher =
-            ChangeWatcher::start_with(dir.path(), Box::new(|_, _| false), true, limits, &mut || {});
+            ChangeWatcher::start_inotify(dir.path(), Box::new(|_, _| false), limits, &mut || {});
         assert!(!watcher.is_live());
         assert_eq!(watcher.drain(), Changes::Unknown);
     }
@@ -801,10 +793,9 @@ mod tests {
         let parent = tempfile::tempdir().expect("temp dir");
         let root = parent.path().join("proj");
         fs::create_dir(&root).expect("mkdir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &root,
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );
@@ -817,10 +808,9 @@ mod tests {
     #[test]
     fn start_watches_a_missing_root_as_off() {
         let parent = tempfile::tempdir().expect("temp dir");
-        let watcher = ChangeWatcher::start_with(
+        let watcher = ChangeWatcher::start_inotify(
             &parent.path().join("missing"),
             Box::new(|_, _| false),
-            true,
             Limits::default(),
             &mut || {},
         );

@@ -1,0 +1,258 @@
+//! The ordered parallel executor: documents go to worker threads in path
+//! order, their outcomes come back in any order and are handed on in path
+//! order, and the walk stops as soon as the consumer has enough.
+//!
+//! Memory follows the consumer, never the tree: the walk runs at most a
+//! bounded number of documents ahead of the outcomes handed on, so a slow
+//! document holds up only that many finished ones.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, mpsc};
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+use crate::walk::{self, Entry, EntryKind};
+
+/// Documents the walk hands to a worker at once: one at a time put the
+/// threads to sleep and woke them (a futex call each) for about every
+/// file. The stop flag is still checked before each document. A list of
+/// candidates no longer than this is worked through on the caller's
+/// thread: starting workers would cost more than the documents.
+pub(super) const BATCH_FILES: usize = 32;
+
+/// Outcomes in path order: those finished out of order wait for their
+/// turn; each one next in order is handed to `consume`.
+struct InOrder<T, C> {
+    waiting: BTreeMap<usize, T>,
+    /// Index of the next outcome to hand on.
+    next: usize,
+    consume: C,
+    /// `consume` has broken: it has enough.
+    enough: bool,
+}
+
+impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
+    fn new(consume: C) -> Self {
+        Self {
+            waiting: BTreeMap::new(),
+            next: 0,
+            consume,
+            enough: false,
+        }
+    }
+
+    /// Records outcome `index` and hands on every outcome now next in
+    /// order; true once the consumer has enough.
+    fn finish(&mut self, index: usize, outcome: T) -> bool {
+        self.waiting.insert(index, outcome);
+        while let Some(outcome) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            if (self.consume)(outcome).is_break() {
+                self.enough = true;
+            }
+        }
+        self.enough
+    }
+}
+
+/// Works through `files` (a few) on this thread, in order, until the
+/// consumer has enough or the call is cancelled.
+pub(super) fn in_order_here<T>(
+    files: &[Entry],
+    accept: &impl Fn(&Entry) -> bool,
+    mut work: impl FnMut(&Entry) -> T,
+    consume: impl FnMut(T) -> ControlFlow<()>,
+    cancel: &Cancel,
+) {
+    let mut in_order = InOrder::new(consume);
+    for (index, entry) in files.iter().filter(|entry| accept(entry)).enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if in_order.finish(index, work(entry)) {
+            break;
+        }
+    }
+}
+
+/// Runs `feed` (a walk in path order, or a list) on this thread while
+/// workers apply `work` to the files `accept` keeps, each worker with its
+/// own `state`; hands the outcomes to `consume` in path order, and stops
+/// both once `consume` breaks or the call is cancelled. A file met once the
+/// run stopped gets `T::default()` without being worked on.
+pub(super) fn in_order_parallel<T: Default + Send, S>(
+    feed: impl FnOnce(&mut dyn FnMut(Entry) -> ControlFlow<()>) -> io::Result<()>,
+    accept: impl Fn(&Entry) -> bool,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &Entry) -> T + Sync,
+    consume: impl FnMut(T) -> ControlFlow<()> + Send,
+    cancel: &Cancel,
+) -> io::Result<()> {
+    let workers = walk::worker_threads();
+    // Finished documents may wait for a slower earlier one, each holding
+    // its outcome: the walk stays at most this many documents ahead.
+    let lookahead = workers * BATCH_FILES * 4;
+    let stop = AtomicBool::new(false);
+    let progress = Mutex::new(InOrder::new(consume));
+    let advanced = Condvar::new();
+    let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
+    let receiver = Mutex::new(receiver);
+    let halted = || stop.load(Ordering::Relaxed) || cancel.is_cancelled();
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let mut state = state();
+                loop {
+                    let next = match receiver.lock() {
+                        Ok(receiver) => receiver.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok(batch) = next else { break };
+                    for (index, entry) in batch {
+                        let outcome = if halted() {
+                            T::default()
+                        } else {
+                            work(&mut state, &entry)
+                        };
+                        let Ok(mut in_order) = progress.lock() else {
+                            return;
+                        };
+                        if in_order.finish(index, outcome) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    // Once per batch: a wake-up per file would cost a
+                    // system call per file.
+                    advanced.notify_all();
+                }
+            });
+        }
+        let mut index = 0;
+        let mut batch = Vec::with_capacity(BATCH_FILES);
+        let mut visit = |entry: Entry| {
+            if halted() {
+                return ControlFlow::Break(());
+            }
+            if entry.kind != EntryKind::File {
+                return ControlFlow::Continue(());
+            }
+            if accept(&entry) {
+                batch.push((index, entry));
+                index += 1;
+                if batch.len() == BATCH_FILES {
+                    if !wait_for_room(&progress, &advanced, index, lookahead, &halted) {
+                        return ControlFlow::Break(());
+                    }
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
+                    if sender.send(full).is_err() {
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        };
+        let fed = feed(&mut visit);
+        if !batch.is_empty() && !halted() {
+            // Fails only when every worker has gone, and then nothing waits.
+            let _ = sender.send(batch);
+        }
+        drop(sender);
+        fed
+    })
+}
+
+/// Blocks the walk while it is more than `lookahead` documents ahead of
+/// the outcomes handed on; false when the run stopped meanwhile.
+fn wait_for_room<T, C>(
+    progress: &Mutex<InOrder<T, C>>,
+    advanced: &Condvar,
+    walked: usize,
+    lookahead: usize,
+    halted: &impl Fn() -> bool,
+) -> bool {
+    let Ok(mut in_order) = progress.lock() else {
+        return false;
+    };
+    while walked > in_order.next + lookahead {
+        if halted() {
+            return false;
+        }
+        // The timeout re-checks the cancel flag, which nobody notifies.
+        in_order = match advanced.wait_timeout(in_order, Duration::from_millis(20)) {
+            Ok((in_order, _)) => in_order,
+            Err(_) => return false,
+        };
+    }
+    !halted()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn file(index: usize) -> Entry {
+        Entry {
+            relative: format!("f{index:04}"),
+            path: PathBuf::from(format!("f{index:04}")),
+            kind: EntryKind::File,
+            depth: 1,
+            size: None,
+            ino: None,
+        }
+    }
+
+    #[test]
+    fn outcomes_are_handed_on_in_order_whatever_order_they_finish_in() {
+        let mut seen = Vec::new();
+        let mut in_order = InOrder::new(|n: usize| {
+            seen.push(n);
+            ControlFlow::Continue(())
+        });
+        for index in [2, 0, 3, 1, 4] {
+            in_order.finish(index, index);
+        }
+        drop(in_order);
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_parallel_run_hands_on_in_path_order_and_stops_when_told() {
+        let files: Vec<Entry> = (0..2000).map(file).collect();
+        let mut seen = Vec::new();
+        in_order_parallel(
+            |visit| {
+                for entry in files.clone() {
+                    if visit(entry).is_break() {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+            |entry| !entry.relative.ends_with('7'),
+            || (),
+            |_, entry| Some(entry.relative.clone()),
+            |name: Option<String>| {
+                seen.extend(name);
+                if seen.len() >= 500 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+            &Cancel::never(),
+        )
+        .unwrap();
+        let expected: Vec<String> = files
+            .iter()
+            .map(|entry| entry.relative.clone())
+            .filter(|name| !name.ends_with('7'))
+            .collect();
+        assert!(seen.len() >= 500, "{}", seen.len());
+        assert_eq!(seen[..500], expected[..500]);
+    }
+}

@@ -1,0 +1,482 @@
+//! The languages with a grammar: which files they take, and which syntax
+//! nodes are definitions. Each grammar's node names are its own, so each
+//! language has a small classifier; the walk in the parent module does the
+//! rest (nesting, parents, methods, lines, signatures) the same for all.
+//!
+//! The grammars' own `tags.scm` queries name functions, classes and methods
+//! only; these classifiers also give structs, enums, traits, interfaces,
+//! modules, constants, types, fields and macros, and walk the tree once
+//! without compiling a query.
+
+use tree_sitter::Node;
+
+use super::SymbolKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    Rust,
+    Python,
+    TypeScript,
+    Tsx,
+    JavaScript,
+    Go,
+    Java,
+    C,
+    Cpp,
+    CSharp,
+}
+
+/// Every language, with its file name endings, in the order the offer is
+/// written out.
+const ENDINGS: &[(Language, &[&str])] = &[
+    (Language::Rust, &["rs"]),
+    (Language::Python, &["py", "pyi"]),
+    (Language::TypeScript, &["ts", "mts", "cts"]),
+    (Language::Tsx, &["tsx"]),
+    (Language::JavaScript, &["js", "jsx", "mjs", "cjs"]),
+    (Language::Go, &["go"]),
+    (Language::Java, &["java"]),
+    (Language::C, &["c", "h"]),
+    (
+        Language::Cpp,
+        &["cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "h++", "ipp"],
+    ),
+    (Language::CSharp, &["cs"]),
+];
+
+impl Language {
+    /// The language of a file, by the ending of its name (case-insensitive).
+    pub fn of_path(path: &str) -> Option<Self> {
+        let ending = file_ending(path)?.to_ascii_lowercase();
+        ENDINGS
+            .iter()
+            .find(|(_, endings)| endings.contains(&ending.as_str()))
+            .map(|(language, _)| *language)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rust => "rust",
+            Self::Python => "python",
+            Self::TypeScript => "typescript",
+            Self::Tsx => "tsx",
+            Self::JavaScript => "javascript",
+            Self::Go => "go",
+            Self::Java => "java",
+            Self::C => "c",
+            Self::Cpp => "cpp",
+            Self::CSharp => "csharp",
+        }
+    }
+
+    /// The languages offered, as a model reads them:
+    /// `rust (.rs), python (.py, .pyi), …`.
+    pub fn offered() -> String {
+        ENDINGS
+            .iter()
+            .map(|(language, endings)| {
+                let endings = endings
+                    .iter()
+                    .map(|ending| format!(".{ending}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                format!("{} ({endings})", language.name())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The grammar; a static table in the binary, nothing is loaded or
+    /// built until a file of this language is parsed.
+    pub fn grammar(self) -> tree_sitter::Language {
+        match self {
+            Self::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Self::Python => tree_sitter_python::LANGUAGE.into(),
+            Self::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Self::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Self::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Self::Go => tree_sitter_go::LANGUAGE.into(),
+            Self::Java => tree_sitter_java::LANGUAGE.into(),
+            Self::C => tree_sitter_c::LANGUAGE.into(),
+            Self::Cpp => tree_sitter_cpp::LANGUAGE.into(),
+            Self::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        }
+    }
+
+    /// What `node` defines, if anything.
+    pub fn classify<'tree>(self, node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+        match self {
+            Self::Rust => rust(node, source),
+            Self::Python => python(node),
+            Self::TypeScript | Self::Tsx | Self::JavaScript => script(node, source),
+            Self::Go => go(node, source),
+            Self::Java => java(node),
+            Self::C | Self::Cpp => c_family(node, source),
+            Self::CSharp => csharp(node),
+        }
+    }
+}
+
+/// The text after the last `.` of the file name, if any.
+pub fn file_ending(path: &str) -> Option<&str> {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let (stem, ending) = name.rsplit_once('.')?;
+    (!stem.is_empty() && !ending.is_empty()).then_some(ending)
+}
+
+/// What one syntax node defines.
+#[derive(Debug)]
+pub enum Definition<'tree> {
+    /// Symbols of `kind` named by these nodes (usually one; `const a, b`
+    /// gives two). A `Function` inside a class-like scope becomes a method.
+    Symbols {
+        kind: SymbolKind,
+        names: Vec<Node<'tree>>,
+        /// The owner named in the definition itself (`impl` blocks aside):
+        /// a Go method's receiver type, C++'s `Type::method`.
+        owner: Option<String>,
+    },
+    /// A block whose members belong to the named type without being a
+    /// symbol itself: Rust's `impl Type`.
+    Scope { owner: String },
+}
+
+fn named<'tree>(kind: SymbolKind, name: Option<Node<'tree>>) -> Option<Definition<'tree>> {
+    name.map(|name| Definition::Symbols {
+        kind,
+        names: vec![name],
+        owner: None,
+    })
+}
+
+fn by_name<'tree>(kind: SymbolKind, node: Node<'tree>) -> Option<Definition<'tree>> {
+    named(kind, node.child_by_field_name("name"))
+}
+
+fn many<'tree>(kind: SymbolKind, names: Vec<Node<'tree>>) -> Option<Definition<'tree>> {
+    (!names.is_empty()).then_some(Definition::Symbols {
+        kind,
+        names,
+        owner: None,
+    })
+}
+
+fn text(node: Node<'_>, source: &[u8]) -> String {
+    String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
+}
+
+fn rust<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let kind = match node.kind() {
+        "function_item" | "function_signature_item" => SymbolKind::Function,
+        "struct_item" | "union_item" => SymbolKind::Struct,
+        "enum_item" => SymbolKind::Enum,
+        "trait_item" => SymbolKind::Trait,
+        "mod_item" => SymbolKind::Module,
+        "const_item" | "static_item" => SymbolKind::Constant,
+        "type_item" | "associated_type" => SymbolKind::Type,
+        "macro_definition" => SymbolKind::Macro,
+        "field_declaration" => SymbolKind::Field,
+        "enum_variant" => SymbolKind::Constant,
+        "impl_item" => {
+            let owner = node.child_by_field_name("type")?;
+            return Some(Definition::Scope {
+                owner: text(rust_type_name(owner), source),
+            });
+        }
+        _ => return None,
+    };
+    by_name(kind, node)
+}
+
+/// `Order` of `Order`, `Order<T>`, `crate::Order`, `&Order`.
+fn rust_type_name(mut node: Node<'_>) -> Node<'_> {
+    loop {
+        let inner = match node.kind() {
+            "generic_type" => node.child_by_field_name("type"),
+            "scoped_type_identifier" => node.child_by_field_name("name"),
+            "reference_type" | "pointer_type" => node.child_by_field_name("type"),
+            _ => None,
+        };
+        match inner {
+            Some(inner) => node = inner,
+            None => return node,
+        }
+    }
+}
+
+fn python(node: Node<'_>) -> Option<Definition<'_>> {
+    match node.kind() {
+        "class_definition" => by_name(SymbolKind::Class, node),
+        "function_definition" => by_name(SymbolKind::Function, node),
+        _ => None,
+    }
+}
+
+/// JavaScript, TypeScript and TSX share their node names.
+fn script<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let kind = match node.kind() {
+        "function_declaration" | "generator_function_declaration" | "function_signature" => {
+            SymbolKind::Function
+        }
+        "class_declaration" | "abstract_class_declaration" => SymbolKind::Class,
+        "method_definition" | "method_signature" | "abstract_method_signature" => {
+            SymbolKind::Method
+        }
+        "interface_declaration" => SymbolKind::Interface,
+        "type_alias_declaration" => SymbolKind::Type,
+        "enum_declaration" => SymbolKind::Enum,
+        "internal_module" | "module" => SymbolKind::Module,
+        "public_field_definition" | "property_signature" => SymbolKind::Field,
+        "field_definition" => {
+            return named(SymbolKind::Field, node.child_by_field_name("property"));
+        }
+        "variable_declarator" => return script_variable(node, source),
+        _ => return None,
+    };
+    by_name(kind, node)
+}
+
+/// `const f = () => …` is a function; another top-level `const` a constant.
+fn script_variable<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let name = node.child_by_field_name("name")?;
+    if name.kind() != "identifier" {
+        return None;
+    }
+    let value = node.child_by_field_name("value");
+    let is_function = value.is_some_and(|value| {
+        matches!(
+            value.kind(),
+            "arrow_function" | "function_expression" | "function" | "generator_function"
+        )
+    });
+    if is_function {
+        return named(SymbolKind::Function, Some(name));
+    }
+    let declaration = node.parent()?;
+    let is_const = declaration.kind() == "lexical_declaration"
+        && declaration
+            .child_by_field_name("kind")
+            .is_some_and(|kind| &source[kind.byte_range()] == b"const");
+    let top_level = declaration
+        .parent()
+        .is_some_and(|parent| matches!(parent.kind(), "program" | "export_statement"));
+    (is_const && top_level).then_some(Definition::Symbols {
+        kind: SymbolKind::Constant,
+        names: vec![name],
+        owner: None,
+    })
+}
+
+fn go<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    match node.kind() {
+        "function_declaration" => by_name(SymbolKind::Function, node),
+        "method_declaration" => {
+            let name = node.child_by_field_name("name")?;
+            let owner = node
+                .child_by_field_name("receiver")
+                .and_then(|receiver| first_of_kind(receiver, "type_identifier"))
+                .map(|owner| text(owner, source));
+            Some(Definition::Symbols {
+                kind: SymbolKind::Method,
+                names: vec![name],
+                owner,
+            })
+        }
+        "type_spec" => {
+            let kind = match node.child_by_field_name("type").map(|t| t.kind()) {
+                Some("struct_type") => SymbolKind::Struct,
+                Some("interface_type") => SymbolKind::Interface,
+                _ => SymbolKind::Type,
+            };
+            by_name(kind, node)
+        }
+        "type_alias" => by_name(SymbolKind::Type, node),
+        "method_elem" => by_name(SymbolKind::Method, node),
+        "field_declaration" => many(SymbolKind::Field, named_fields(node, "name")),
+        "const_spec" => many(SymbolKind::Constant, named_fields(node, "name")),
+        _ => None,
+    }
+}
+
+/// The named nodes of field `field` (skipping `,` tokens).
+fn named_fields<'tree>(node: Node<'tree>, field: &str) -> Vec<Node<'tree>> {
+    let mut cursor = node.walk();
+    node.children_by_field_name(field, &mut cursor)
+        .filter(|child| child.is_named())
+        .collect()
+}
+
+/// The first descendant of `kind`, breadth of a receiver or declarator
+/// (a handful of nodes).
+fn first_of_kind<'tree>(node: Node<'tree>, kind: &str) -> Option<Node<'tree>> {
+    let mut cursor = node.walk();
+    let mut visited = 0;
+    loop {
+        if cursor.node().kind() == kind {
+            return Some(cursor.node());
+        }
+        visited += 1;
+        if visited > 64 {
+            return None;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node() == node {
+                return None;
+            }
+        }
+    }
+}
+
+fn java(node: Node<'_>) -> Option<Definition<'_>> {
+    let kind = match node.kind() {
+        "class_declaration" | "record_declaration" => SymbolKind::Class,
+        "interface_declaration" | "annotation_type_declaration" => SymbolKind::Interface,
+        "enum_declaration" => SymbolKind::Enum,
+        "method_declaration"
+        | "constructor_declaration"
+        | "compact_constructor_declaration"
+        | "annotation_type_element_declaration" => SymbolKind::Method,
+        "enum_constant" => SymbolKind::Constant,
+        "field_declaration" => return many(SymbolKind::Field, declarator_names(node)),
+        "constant_declaration" => return many(SymbolKind::Constant, declarator_names(node)),
+        _ => return None,
+    };
+    by_name(kind, node)
+}
+
+/// The names of a Java field's `variable_declarator`s.
+fn declarator_names(node: Node<'_>) -> Vec<Node<'_>> {
+    named_fields(node, "declarator")
+        .into_iter()
+        .filter_map(|declarator| declarator.child_by_field_name("name"))
+        .collect()
+}
+
+fn csharp(node: Node<'_>) -> Option<Definition<'_>> {
+    let kind = match node.kind() {
+        "class_declaration" | "record_declaration" => SymbolKind::Class,
+        "struct_declaration" | "record_struct_declaration" => SymbolKind::Struct,
+        "interface_declaration" => SymbolKind::Interface,
+        "enum_declaration" => SymbolKind::Enum,
+        "namespace_declaration" | "file_scoped_namespace_declaration" => SymbolKind::Module,
+        "method_declaration" | "constructor_declaration" | "destructor_declaration" => {
+            SymbolKind::Method
+        }
+        "local_function_statement" => SymbolKind::Function,
+        "property_declaration" => SymbolKind::Field,
+        "enum_member_declaration" => SymbolKind::Constant,
+        "delegate_declaration" => SymbolKind::Type,
+        "field_declaration" => {
+            let mut cursor = node.walk();
+            let names = node
+                .named_children(&mut cursor)
+                .filter(|child| child.kind() == "variable_declaration")
+                .flat_map(|declaration| {
+                    let mut cursor = declaration.walk();
+                    declaration
+                        .named_children(&mut cursor)
+                        .filter(|child| child.kind() == "variable_declarator")
+                        .filter_map(|declarator| declarator.child_by_field_name("name"))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            return many(SymbolKind::Field, names);
+        }
+        _ => return None,
+    };
+    by_name(kind, node)
+}
+
+/// C and C++ (the C++ grammar extends C's node names).
+fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    match node.kind() {
+        "function_definition" => {
+            let declarator = node.child_by_field_name("declarator")?;
+            c_declared(SymbolKind::Function, declarator, source)
+        }
+        "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
+            // `struct s *p;` mentions a type; only a body defines one.
+            node.child_by_field_name("body")?;
+            let kind = match node.kind() {
+                "class_specifier" => SymbolKind::Class,
+                "enum_specifier" => SymbolKind::Enum,
+                _ => SymbolKind::Struct,
+            };
+            by_name(kind, node)
+        }
+        "namespace_definition" => by_name(SymbolKind::Module, node),
+        "enumerator" => by_name(SymbolKind::Constant, node),
+        "preproc_def" | "preproc_function_def" => by_name(SymbolKind::Macro, node),
+        "alias_declaration" => by_name(SymbolKind::Type, node),
+        "type_definition" => {
+            let names = named_fields(node, "declarator")
+                .into_iter()
+                .filter_map(c_name)
+                .collect();
+            many(SymbolKind::Type, names)
+        }
+        "field_declaration" => {
+            let declarators = named_fields(node, "declarator");
+            // `void run();` in a class; `int (*callback)(void);` is a field.
+            let is_method = declarators.iter().any(|declarator| {
+                declarator.kind() == "function_declarator"
+                    && declarator
+                        .child_by_field_name("declarator")
+                        .is_some_and(|inner| inner.kind() != "parenthesized_declarator")
+            });
+            let kind = if is_method {
+                SymbolKind::Method
+            } else {
+                SymbolKind::Field
+            };
+            many(kind, declarators.into_iter().filter_map(c_name).collect())
+        }
+        _ => None,
+    }
+}
+
+/// A C/C++ declarator's symbol: `Type::name` gives the owner too.
+fn c_declared<'tree>(
+    kind: SymbolKind,
+    declarator: Node<'tree>,
+    source: &[u8],
+) -> Option<Definition<'tree>> {
+    let name = c_name(declarator)?;
+    let owner = name
+        .parent()
+        .filter(|parent| parent.kind() == "qualified_identifier")
+        .and_then(|qualified| qualified.child_by_field_name("scope"))
+        .map(|scope| text(scope, source));
+    let kind = if owner.is_some() {
+        SymbolKind::Method
+    } else {
+        kind
+    };
+    Some(Definition::Symbols {
+        kind,
+        names: vec![name],
+        owner,
+    })
+}
+
+/// The identifier a declarator declares, through pointers, references,
+/// arrays, parentheses, parameter lists and `A::B::` qualifiers.
+fn c_name(mut node: Node<'_>) -> Option<Node<'_>> {
+    // Declarators nest once per `*`, `[]` or `()`: bounded by the source,
+    // and each step goes one node down.
+    loop {
+        match node.kind() {
+            "identifier" | "field_identifier" | "type_identifier" | "destructor_name"
+            | "operator_name" => return Some(node),
+            "qualified_identifier" => node = node.child_by_field_name("name")?,
+            "template_function" | "template_method" | "template_type" => {
+                node = node.child_by_field_name("name")?;
+            }
+            "parenthesized_declarator" | "attributed_declarator" => node = node.named_child(0)?,
+            _ => node = node.child_by_field_name("declarator")?,
+        }
+    }
+}

@@ -1,0 +1,361 @@
+use super::*;
+use SymbolKind::*;
+
+/// (kind, name, line, end_line, parent) of each definition in `source`.
+fn symbols(
+    language: Language,
+    source: &str,
+) -> Vec<(SymbolKind, String, u64, u64, Option<String>)> {
+    definitions(language, source.as_bytes(), &Cancel::never())
+        .expect("parsed")
+        .into_iter()
+        .map(|s| (s.kind, s.name, s.line, s.end_line, s.parent))
+        .collect()
+}
+
+fn row(
+    kind: SymbolKind,
+    name: &str,
+    line: u64,
+    end_line: u64,
+    parent: Option<&str>,
+) -> (SymbolKind, String, u64, u64, Option<String>) {
+    (
+        kind,
+        name.to_string(),
+        line,
+        end_line,
+        parent.map(str::to_string),
+    )
+}
+
+fn signatures(language: Language, source: &str) -> Vec<String> {
+    definitions(language, source.as_bytes(), &Cancel::never())
+        .expect("parsed")
+        .into_iter()
+        .map(|s| s.signature)
+        .collect()
+}
+
+#[test]
+fn languages_by_file_ending() {
+    assert_eq!(Language::of_path("src/main.rs"), Some(Language::Rust));
+    assert_eq!(Language::of_path("a/b.PY"), Some(Language::Python));
+    assert_eq!(Language::of_path("x.tsx"), Some(Language::Tsx));
+    assert_eq!(Language::of_path("x.d.ts"), Some(Language::TypeScript));
+    assert_eq!(Language::of_path("lib/x.mjs"), Some(Language::JavaScript));
+    assert_eq!(Language::of_path("inc/x.h"), Some(Language::C));
+    assert_eq!(Language::of_path("x.hpp"), Some(Language::Cpp));
+    assert_eq!(Language::of_path("X.cs"), Some(Language::CSharp));
+    assert_eq!(Language::of_path("notes.xyz"), None);
+    assert_eq!(Language::of_path(".rs"), None);
+    assert_eq!(Language::of_path("Makefile"), None);
+    let offered = Language::offered();
+    assert!(
+        offered.starts_with("rust (.rs), python (.py, .pyi)"),
+        "{offered}"
+    );
+    assert!(offered.contains("csharp (.cs)"), "{offered}");
+}
+
+#[test]
+fn python_classes_methods_and_decorators() {
+    let source = "\"\"\"Doc.\"\"\"\n\n@dataclass\nclass Order:\n    items: list\n\n    def total(self) -> float:\n        def add(a, b):\n            return a + b\n        return 0\n\n\ndef main():\n    pass\n";
+    assert_eq!(
+        symbols(Language::Python, source),
+        vec![
+            row(Class, "Order", 4, 10, None),
+            row(Method, "total", 7, 10, Some("Order")),
+            row(Function, "add", 8, 9, Some("total")),
+            row(Function, "main", 13, 14, None),
+        ]
+    );
+    assert_eq!(
+        signatures(Language::Python, source),
+        [
+            "class Order:",
+            "def total(self) -> float:",
+            "def add(a, b):",
+            "def main():"
+        ]
+    );
+}
+
+#[test]
+fn rust_items_impl_blocks_and_traits() {
+    let source = r#"/// An order.
+#[derive(Debug)]
+pub struct Order {
+    pub id: u32,
+}
+
+pub enum Status { Open, Closed }
+
+impl<T> Display for Order {
+    fn fmt(&self) {}
+}
+
+pub trait Priced {
+    type Money;
+    fn price(&self) -> u32;
+}
+
+pub mod shop {
+    pub const LIMIT: usize = 3;
+    macro_rules! shout { () => {} }
+}
+
+type Id = u32;
+static NAME: &str = "x";
+
+fn helper() {
+    const LOCAL: u8 = 1;
+}
+"#;
+    assert_eq!(
+        symbols(Language::Rust, source),
+        vec![
+            row(Struct, "Order", 3, 5, None),
+            row(Field, "id", 4, 4, Some("Order")),
+            row(Enum, "Status", 7, 7, None),
+            row(Constant, "Open", 7, 7, Some("Status")),
+            row(Constant, "Closed", 7, 7, Some("Status")),
+            row(Method, "fmt", 10, 10, Some("Order")),
+            row(Trait, "Priced", 13, 16, None),
+            row(Type, "Money", 14, 14, Some("Priced")),
+            row(Method, "price", 15, 15, Some("Priced")),
+            row(Module, "shop", 18, 21, None),
+            row(Constant, "LIMIT", 19, 19, Some("shop")),
+            row(Macro, "shout", 20, 20, Some("shop")),
+            row(Type, "Id", 23, 23, None),
+            row(Constant, "NAME", 24, 24, None),
+            row(Function, "helper", 26, 28, None),
+        ]
+    );
+    assert_eq!(signatures(Language::Rust, source)[0], "pub struct Order {");
+}
+
+#[test]
+fn javascript_and_typescript() {
+    let js = "export function load(a) {}\nclass Cart {\n  count = 0;\n  add(item) { return 1; }\n}\nconst MAX = 3;\nconst handler = async () => {};\nlet mutable = 1;\nfunction outer() { const inner = 2; }\n";
+    assert_eq!(
+        symbols(Language::JavaScript, js),
+        vec![
+            row(Function, "load", 1, 1, None),
+            row(Class, "Cart", 2, 5, None),
+            row(Field, "count", 3, 3, Some("Cart")),
+            row(Method, "add", 4, 4, Some("Cart")),
+            row(Constant, "MAX", 6, 6, None),
+            row(Function, "handler", 7, 7, None),
+            row(Function, "outer", 9, 9, None),
+        ]
+    );
+    let ts = "interface Shape {\n  area(): number;\n  name: string;\n}\ntype Id = string;\nenum Color { Red }\nnamespace Geo {\n  export abstract class Circle implements Shape {\n    radius: number = 1;\n    area(): number { return 1; }\n  }\n}\nfunction f<T>(x: T): T { return x; }\n";
+    assert_eq!(
+        symbols(Language::TypeScript, ts),
+        vec![
+            row(Interface, "Shape", 1, 4, None),
+            row(Method, "area", 2, 2, Some("Shape")),
+            row(Field, "name", 3, 3, Some("Shape")),
+            row(Type, "Id", 5, 5, None),
+            row(Enum, "Color", 6, 6, None),
+            row(Module, "Geo", 7, 12, None),
+            row(Class, "Circle", 8, 11, Some("Geo")),
+            row(Field, "radius", 9, 9, Some("Circle")),
+            row(Method, "area", 10, 10, Some("Circle")),
+            row(Function, "f", 13, 13, None),
+        ]
+    );
+    let tsx = "export const App = () => <div>hi</div>;\nfunction Button(props: Props) { return <button/>; }\n";
+    assert_eq!(
+        symbols(Language::Tsx, tsx),
+        vec![
+            row(Function, "App", 1, 1, None),
+            row(Function, "Button", 2, 2, None),
+        ]
+    );
+}
+
+#[test]
+fn go_types_methods_and_constants() {
+    let source = "package shop\n\nconst (\n\tMax = 3\n\tMin, Mid = 1, 2\n)\n\ntype Order struct {\n\tID, Name string\n}\n\ntype Pricer interface {\n\tPrice() int\n}\n\ntype Cents = int\n\nfunc (o *Order) Total() int {\n\treturn 0\n}\n\nfunc New() *Order { return nil }\n";
+    assert_eq!(
+        symbols(Language::Go, source),
+        vec![
+            row(Constant, "Max", 4, 4, None),
+            row(Constant, "Min", 5, 5, None),
+            row(Constant, "Mid", 5, 5, None),
+            row(Struct, "Order", 8, 10, None),
+            row(Field, "ID", 9, 9, Some("Order")),
+            row(Field, "Name", 9, 9, Some("Order")),
+            row(Interface, "Pricer", 12, 14, None),
+            row(Method, "Price", 13, 13, Some("Pricer")),
+            row(Type, "Cents", 16, 16, None),
+            row(Method, "Total", 18, 20, Some("Order")),
+            row(Function, "New", 22, 22, None),
+        ]
+    );
+}
+
+#[test]
+fn java_classes_annotations_and_fields() {
+    let source = "package shop;\n\npublic class Order {\n    private int count, limit;\n\n    @Override\n    public String toString() {\n        return \"\";\n    }\n\n    Order() {}\n\n    enum State { OPEN }\n}\n\ninterface Priced {\n    int price();\n}\n";
+    assert_eq!(
+        symbols(Language::Java, source),
+        vec![
+            row(Class, "Order", 3, 14, None),
+            row(Field, "count", 4, 4, Some("Order")),
+            row(Field, "limit", 4, 4, Some("Order")),
+            row(Method, "toString", 7, 9, Some("Order")),
+            row(Method, "Order", 11, 11, Some("Order")),
+            row(Enum, "State", 13, 13, Some("Order")),
+            row(Constant, "OPEN", 13, 13, Some("State")),
+            row(Interface, "Priced", 16, 18, None),
+            row(Method, "price", 17, 17, Some("Priced")),
+        ]
+    );
+    assert_eq!(
+        signatures(Language::Java, source)[3],
+        "public String toString() {"
+    );
+}
+
+#[test]
+fn c_functions_structs_typedefs_and_macros() {
+    let source = "#define LIMIT 3\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n\nstruct order {\n    int id;\n    int (*callback)(void);\n};\n\ntypedef struct order order_t;\nenum state { OPEN, CLOSED };\n\nstatic int *find(const char *name)\n{\n    return 0;\n}\n\nint prototype(void);\n";
+    assert_eq!(
+        symbols(Language::C, source),
+        vec![
+            row(Macro, "LIMIT", 1, 1, None),
+            row(Macro, "MAX", 2, 2, None),
+            row(Struct, "order", 4, 7, None),
+            row(Field, "id", 5, 5, Some("order")),
+            row(Field, "callback", 6, 6, Some("order")),
+            row(Type, "order_t", 9, 9, None),
+            row(Enum, "state", 10, 10, None),
+            row(Constant, "OPEN", 10, 10, Some("state")),
+            row(Constant, "CLOSED", 10, 10, Some("state")),
+            row(Function, "find", 12, 15, None),
+        ]
+    );
+}
+
+#[test]
+fn cpp_classes_namespaces_and_qualified_methods() {
+    let source = "namespace shop {\nclass Order {\n public:\n  int total() const { return 0; }\n  void clear();\n  int count;\n};\n}\n\nvoid shop::Order::clear() {}\n\ntemplate <typename T>\nT twice(T x) { return x; }\n\nusing Id = int;\n";
+    assert_eq!(
+        symbols(Language::Cpp, source),
+        vec![
+            row(Module, "shop", 1, 8, None),
+            row(Class, "Order", 2, 7, Some("shop")),
+            row(Method, "total", 4, 4, Some("Order")),
+            row(Method, "clear", 5, 5, Some("Order")),
+            row(Field, "count", 6, 6, Some("Order")),
+            row(Method, "clear", 10, 10, Some("Order")),
+            row(Function, "twice", 13, 13, None),
+            row(Type, "Id", 15, 15, None),
+        ]
+    );
+}
+
+#[test]
+fn csharp_namespaces_types_and_members() {
+    let source = "namespace Shop\n{\n    public class Order\n    {\n        private int count, limit;\n        public int Total { get; set; }\n        [Obsolete]\n        public int Sum() { return 0; }\n        public Order() {}\n    }\n    public interface IPriced { int Price(); }\n    public struct Point { }\n    public enum State { Open }\n}\n";
+    assert_eq!(
+        symbols(Language::CSharp, source),
+        vec![
+            row(Module, "Shop", 1, 14, None),
+            row(Class, "Order", 3, 10, Some("Shop")),
+            row(Field, "count", 5, 5, Some("Order")),
+            row(Field, "limit", 5, 5, Some("Order")),
+            row(Field, "Total", 6, 6, Some("Order")),
+            row(Method, "Sum", 8, 8, Some("Order")),
+            row(Method, "Order", 9, 9, Some("Order")),
+            row(Interface, "IPriced", 11, 11, Some("Shop")),
+            row(Method, "Price", 11, 11, Some("IPriced")),
+            row(Struct, "Point", 12, 12, Some("Shop")),
+            row(Enum, "State", 13, 13, Some("Shop")),
+            row(Constant, "Open", 13, 13, Some("State")),
+        ]
+    );
+    assert_eq!(
+        signatures(Language::CSharp, source)[5],
+        "public int Sum() { return 0; }"
+    );
+}
+
+#[test]
+fn nesting_levels_and_parent_indexes() {
+    let source =
+        "class A:\n    class B:\n        def f(self):\n            pass\n\ndef g():\n    pass\n";
+    let found = definitions(Language::Python, source.as_bytes(), &Cancel::never()).unwrap();
+    let shape: Vec<_> = found
+        .iter()
+        .map(|s| (s.name.as_str(), s.level, s.parent_index))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("A", 0, None),
+            ("B", 1, Some(0)),
+            ("f", 2, Some(1)),
+            ("g", 0, None)
+        ]
+    );
+}
+
+#[test]
+fn hostile_sources_parse_within_bounds() {
+    // Deep nesting: tens of thousands of levels, no stack overflow.
+    let deep = format!("x = {}1{}\n", "[".repeat(50_000), "]".repeat(50_000));
+    assert!(definitions(Language::Python, deep.as_bytes(), &Cancel::never()).is_ok());
+    let deep_c = format!(
+        "int f() {{ {}{} }}\n",
+        "{".repeat(50_000),
+        "}".repeat(50_000)
+    );
+    let found = definitions(Language::C, deep_c.as_bytes(), &Cancel::never()).unwrap();
+    assert_eq!(found[0].name, "f");
+    // (Python's grammar follows indentation up to about 500 levels.)
+    let nested_classes: String = (0..400)
+        .map(|level| format!("{}class C{level}:\n", " ".repeat(level)))
+        .collect::<String>()
+        + &" ".repeat(400)
+        + "pass\n";
+    let found = definitions(
+        Language::Python,
+        nested_classes.as_bytes(),
+        &Cancel::never(),
+    )
+    .unwrap();
+    assert_eq!(found.len(), 400);
+    assert_eq!(found[399].level, 399);
+    assert_eq!(found[399].parent.as_deref(), Some("C398"));
+    // A huge line: names and signatures are cut.
+    let long_name = "a".repeat(100_000);
+    let huge = format!("fn {long_name}() {{}} {}\n", "fn b() {} ".repeat(10_000));
+    let found = definitions(Language::Rust, huge.as_bytes(), &Cancel::never()).unwrap();
+    assert_eq!(found.len(), 10_001);
+    assert_eq!(found[0].name.chars().count(), MAX_NAME_CHARS);
+    assert!(
+        found
+            .iter()
+            .all(|s| s.signature.chars().count() <= MAX_SIGNATURE_CHARS)
+    );
+    // Invalid UTF-8 and NUL bytes are read lossily.
+    let mut invalid = b"def caf\xe9():\n    pass\nclass \xff\xfe\x00:\n    pass\n".to_vec();
+    invalid.extend_from_slice(b"def ok():\n    pass\n");
+    let found = definitions(Language::Python, &invalid, &Cancel::never()).unwrap();
+    assert!(found.iter().any(|s| s.name == "ok"), "{found:?}");
+}
+
+#[test]
+fn a_cancelled_parse_stops() {
+    let cancel = Cancel::never();
+    cancel.cancel();
+    let source = "fn f() {}\n".repeat(50_000);
+    assert_eq!(
+        definitions(Language::Rust, source.as_bytes(), &cancel),
+        Err(ParseError::Cancelled)
+    );
+}

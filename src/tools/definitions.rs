@@ -1,0 +1,457 @@
+//! `find_symbol_definitions`: where a name is defined across the project.
+//!
+//! Only a file that contains the name can define it, so the candidates are
+//! the tree model's files for a literal query of the name (the walker's
+//! files, with the same skip and deny rules as search, when the model
+//! cannot answer); each candidate of a known language that holds the name
+//! is parsed. The model lists every file it cannot vouch for, so the answer
+//! is exact whatever the state of the index. Files come in path order and
+//! definitions in line order, so the walk stops once the page is full.
+
+use std::ops::ControlFlow;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{JsonBudget, Status, ToolError};
+use crate::cancel::Cancel;
+use crate::corpus::searchable::{SNIFF_BYTES, looks_binary, read_searchable};
+use crate::index::TreeModel;
+use crate::security::PathGate;
+use crate::symbols::{self, Language, ParseError, SymbolKind};
+use crate::walk::{self, Entry, EntryKind, WalkOptions};
+
+pub const DEFAULT_MAX_RESULTS: usize = 50;
+pub const MAX_RESULTS_CAP: usize = 200;
+/// Largest `offset`: paging deeper means parsing that many definitions first.
+pub const MAX_OFFSET: usize = 10_000;
+/// Longest `name` accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 256;
+/// Largest answer as JSON text (escapes counted in full).
+pub const MAX_RESULT_CHARS: usize = 200_000;
+/// Files named in a `note` about files that could not be parsed.
+const MAX_NOTED_FILES: usize = 5;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct DefinitionsInput {
+    /// The exact, case-sensitive name defined, e.g. `apply_discount` or `Order` (no qualifier).
+    #[schemars(length(min = 1, max = MAX_NAME_CHARS))]
+    pub name: String,
+    /// Only definitions of this kind (default: any).
+    #[serde(default)]
+    pub kind: Option<SymbolKind>,
+    /// Folder (or single file) to look in, relative to the project root; `.` (the default) is the root.
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Maximum number of definitions to return.
+    #[serde(default = "default_max_results")]
+    #[schemars(range(min = 1, max = MAX_RESULTS_CAP))]
+    pub max_results: usize,
+    /// Skip this many definitions first, for paging (use with max_results).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_OFFSET))]
+    pub offset: usize,
+}
+
+fn default_path() -> String {
+    ".".to_string()
+}
+fn default_max_results() -> usize {
+    DEFAULT_MAX_RESULTS
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DefinitionsOutput {
+    pub status: Status,
+    /// The name looked for.
+    pub name: String,
+    /// Definitions sorted by file path, then line.
+    pub definitions: Vec<SymbolDefinition>,
+    /// Number of definitions returned.
+    pub count: usize,
+    /// True when more definitions exist past this page: call again with a higher offset.
+    pub truncated: bool,
+    /// Present when files that hold the name could not be parsed (too slow to parse), naming some of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct SymbolDefinition {
+    /// Path relative to the project root.
+    pub file: String,
+    /// 1-based line where the definition starts.
+    pub line: u64,
+    /// 1-based last line of the definition.
+    pub end_line: u64,
+    /// function, method, class, struct, enum, trait, interface, module, constant, type, field or macro.
+    pub kind: SymbolKind,
+    pub name: String,
+    /// What it belongs to (class, impl type, receiver, namespace …); null at the top level.
+    pub parent: Option<String>,
+    /// The definition's first line, cut to 200 characters.
+    pub signature: String,
+}
+
+impl DefinitionsInput {
+    pub fn log_params(&self) -> String {
+        format!(
+            "name={:?} kind={:?} path={:?} max_results={} offset={}",
+            self.name, self.kind, self.path, self.max_results, self.offset
+        )
+    }
+}
+
+impl DefinitionsOutput {
+    pub fn log_summary(&self) -> String {
+        format!("count={} truncated={}", self.count, self.truncated)
+    }
+}
+
+/// What the files looked at so far gave.
+#[derive(Default)]
+struct Found {
+    /// Definitions past `offset`, in order, at most a page and one.
+    page: Vec<SymbolDefinition>,
+    /// Definitions before `offset`, counted only.
+    skipped: usize,
+    unparsed: Vec<String>,
+}
+
+pub fn find_definitions(
+    gate: &PathGate,
+    model: &TreeModel,
+    input: &DefinitionsInput,
+    cancel: &Cancel,
+) -> Result<DefinitionsOutput, ToolError> {
+    let name = input.name.as_str();
+    ToolError::check_size("name", name, MAX_NAME_CHARS)?;
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ToolError::invalid(
+            "name must be one identifier without spaces, e.g. 'apply_discount' or 'Order'; for text use search_project_files",
+        ));
+    }
+    if input.offset > MAX_OFFSET {
+        return Err(ToolError::invalid(format!(
+            "offset {} is over the maximum of {MAX_OFFSET}; narrow the lookup with path or kind instead of paging this deep",
+            input.offset
+        )));
+    }
+    let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
+    let wanted = max_results + 1;
+    let start = gate.resolve(&input.path)?;
+    let finder = memchr::memmem::Finder::new(name.as_bytes());
+    let mut found = Found::default();
+    let mut buffer = Vec::new();
+    let mut visit = |entry: Entry| -> Result<ControlFlow<()>, ToolError> {
+        ToolError::check_cancel(cancel)?;
+        if entry.kind != EntryKind::File {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let Some(language) = Language::of_path(&entry.relative) else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let Some(source) = read_source(gate, &entry, &mut buffer) else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        if finder.find(source).is_none() {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let definitions = match symbols::definitions(language, source, cancel) {
+            Ok(definitions) => definitions,
+            Err(ParseError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(_) => {
+                found.unparsed.push(entry.relative.clone());
+                return Ok(ControlFlow::Continue(()));
+            }
+        };
+        let matching = definitions.into_iter().filter(|symbol| {
+            symbol.name == name && input.kind.is_none_or(|kind| symbol.kind == kind)
+        });
+        for symbol in matching {
+            if found.skipped < input.offset {
+                found.skipped += 1;
+                continue;
+            }
+            found.page.push(SymbolDefinition {
+                file: entry.relative.clone(),
+                line: symbol.line,
+                end_line: symbol.end_line,
+                kind: symbol.kind,
+                name: symbol.name,
+                parent: symbol.parent,
+                signature: symbol.signature,
+            });
+        }
+        Ok(if found.page.len() >= wanted {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        })
+    };
+
+    if start.real.is_file() {
+        let entry = Entry {
+            relative: start.relative.clone(),
+            path: start.real.clone(),
+            kind: EntryKind::File,
+            depth: 0,
+            size: None,
+            ino: None,
+        };
+        // One file: nothing follows to stop for.
+        let _ = visit(entry)?;
+    } else {
+        let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
+        match model.candidates(&start, &query) {
+            Some(files) => {
+                for entry in files {
+                    if visit(entry)?.is_break() {
+                        break;
+                    }
+                }
+            }
+            None => {
+                let options = WalkOptions {
+                    include_ignored: false,
+                    cancel: cancel.clone(),
+                };
+                let mut failure = None;
+                walk::walk_files_to_open(gate, &start, &options, |entry| match visit(entry) {
+                    Ok(flow) => flow,
+                    Err(error) => {
+                        failure = Some(error);
+                        ControlFlow::Break(())
+                    }
+                })
+                .map_err(|error| ToolError::io(&start.relative, &error))?;
+                if let Some(error) = failure {
+                    return Err(error);
+                }
+            }
+        }
+    }
+    ToolError::check_cancel(cancel)?;
+    Ok(assemble(name, found, max_results))
+}
+
+/// The file's text when it is a regular text file within the size cap,
+/// as search reads it; `None` for anything it would skip.
+fn read_source<'b>(gate: &PathGate, entry: &Entry, buffer: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    let (mut file, metadata) = entry.open(gate).ok()?;
+    if !metadata.is_file() {
+        return None;
+    }
+    let length = read_searchable(&mut file, metadata.len(), buffer)?;
+    let source = &buffer[..length];
+    (!looks_binary(&source[..length.min(SNIFF_BYTES)])).then_some(source)
+}
+
+fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
+    let mut output = DefinitionsOutput {
+        status: Status::Success,
+        name: name.to_string(),
+        definitions: Vec::new(),
+        count: 0,
+        truncated: false,
+        note: None,
+    };
+    if !found.unparsed.is_empty() {
+        let shown = found
+            .unparsed
+            .iter()
+            .take(MAX_NOTED_FILES)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ");
+        output.note = Some(format!(
+            "{} file(s) holding the name could not be parsed within {} seconds each and are not in the answer: {shown}; search_project_files finds the name in them",
+            found.unparsed.len(),
+            symbols::PARSE_BUDGET.as_secs()
+        ));
+    }
+    let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
+    let mut page = Vec::with_capacity(max_results);
+    output.truncated = budget.fill(found.page.into_iter(), max_results, &mut page);
+    output.count = page.len();
+    output.definitions = page;
+    output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::temp_project;
+
+    fn input(name: &str) -> DefinitionsInput {
+        DefinitionsInput {
+            name: name.to_string(),
+            kind: None,
+            path: ".".to_string(),
+            max_results: DEFAULT_MAX_RESULTS,
+            offset: 0,
+        }
+    }
+
+    fn files() -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "b/shop.py",
+                "class Order:\n    def total(self):\n        pass\n\ndef total():\n    pass\n",
+            ),
+            (
+                "a/order.rs",
+                "pub struct Order;\nimpl Order {\n    pub fn total(&self) -> u32 { 0 }\n}\n",
+            ),
+            ("a/uses.rs", "fn main() { let x = Order.total(); }\n"),
+            ("c/notes.txt", "def total(): pass\n"),
+            ("node_modules/lib/x.js", "function total() {}\n"),
+            (".env", "total=1\n"),
+            ("d/Total.go", "package d\nfunc Total() {}\n"),
+        ]
+    }
+
+    fn found(output: &DefinitionsOutput) -> Vec<(String, u64, SymbolKind, Option<String>)> {
+        output
+            .definitions
+            .iter()
+            .map(|d| (d.file.clone(), d.line, d.kind, d.parent.clone()))
+            .collect()
+    }
+
+    fn find(gate: &PathGate, input: &DefinitionsInput) -> DefinitionsOutput {
+        find_definitions(gate, &TreeModel::off(), input, &Cancel::never()).unwrap()
+    }
+
+    #[test]
+    fn exact_names_sorted_by_path_then_line_with_parents() {
+        let files = files();
+        let (_dir, gate) = temp_project(&files);
+        let output = find(&gate, &input("total"));
+        assert_eq!(
+            found(&output),
+            vec![
+                (
+                    "a/order.rs".to_string(),
+                    3,
+                    SymbolKind::Method,
+                    Some("Order".to_string())
+                ),
+                (
+                    "b/shop.py".to_string(),
+                    2,
+                    SymbolKind::Method,
+                    Some("Order".to_string())
+                ),
+                ("b/shop.py".to_string(), 5, SymbolKind::Function, None),
+            ]
+        );
+        assert_eq!(output.count, 3);
+        assert!(!output.truncated);
+        assert_eq!(
+            output.definitions[0].signature,
+            "pub fn total(&self) -> u32 { 0 }"
+        );
+        // Case-sensitive: `Total` is another name.
+        assert_eq!(found(&find(&gate, &input("Total"))).len(), 1);
+        let classes = find(
+            &gate,
+            &DefinitionsInput {
+                kind: Some(SymbolKind::Class),
+                ..input("Order")
+            },
+        );
+        assert_eq!(
+            found(&classes),
+            vec![("b/shop.py".to_string(), 1, SymbolKind::Class, None)]
+        );
+        let in_folder = find(
+            &gate,
+            &DefinitionsInput {
+                path: "b".to_string(),
+                ..input("total")
+            },
+        );
+        assert_eq!(in_folder.count, 2);
+        let one_file = find(
+            &gate,
+            &DefinitionsInput {
+                path: "a/order.rs".to_string(),
+                ..input("Order")
+            },
+        );
+        assert_eq!(
+            found(&one_file),
+            vec![("a/order.rs".to_string(), 1, SymbolKind::Struct, None)]
+        );
+    }
+
+    #[test]
+    fn paging_gives_the_same_order() {
+        let source: String = (0..30)
+            .map(|i| format!("def f():\n    return {i}\n"))
+            .collect();
+        let (_dir, gate) = temp_project(&[("a.py", source.as_str()), ("b.py", source.as_str())]);
+        let all = find(
+            &gate,
+            &DefinitionsInput {
+                max_results: 200,
+                ..input("f")
+            },
+        );
+        assert_eq!(all.count, 60);
+        assert!(!all.truncated);
+        let mut paged = Vec::new();
+        for page in 0..6 {
+            let output = find(
+                &gate,
+                &DefinitionsInput {
+                    max_results: 11,
+                    offset: page * 11,
+                    ..input("f")
+                },
+            );
+            assert_eq!(output.truncated, page < 5, "page {page}");
+            paged.extend(output.definitions);
+        }
+        assert_eq!(paged, all.definitions);
+    }
+
+    #[test]
+    fn bad_names_and_offsets_are_refused() {
+        let (_dir, gate) = temp_project(&[("a.py", "x = 1\n")]);
+        let error = |input: DefinitionsInput| {
+            find_definitions(&gate, &TreeModel::off(), &input, &Cancel::never())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(input("")).contains("one identifier"));
+        assert!(error(input("two words")).contains("one identifier"));
+        assert!(error(input(&"x".repeat(300))).contains("at most 256 characters"));
+        assert!(
+            error(DefinitionsInput {
+                offset: MAX_OFFSET + 1,
+                ..input("x")
+            })
+            .contains("offset")
+        );
+        assert!(
+            error(DefinitionsInput {
+                path: "../up".to_string(),
+                ..input("x")
+            })
+            .len()
+                > 10
+        );
+    }
+
+    #[test]
+    fn a_cancelled_lookup_stops() {
+        let (_dir, gate) = temp_project(&[("a.py", "def f(): pass\n")]);
+        let cancel = Cancel::never();
+        cancel.cancel();
+        let outcome = find_definitions(&gate, &TreeModel::off(), &input("f"), &cancel);
+        assert!(matches!(outcome, Err(ToolError::Cancelled)));
+    }
+}

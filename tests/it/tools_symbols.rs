@@ -1,0 +1,386 @@
+//! outline_project_file and find_symbol_definitions through the real
+//! binary: the SPEC example on demo_project, refusals, the deny-list, paging,
+//! answers that do not depend on the index, and hostile files.
+
+use serde_json::{Value, json};
+
+use crate::common::{Server, TempProject, demo_root, wait_for_index};
+
+fn definitions(out: &Value) -> Vec<(String, u64, String, String)> {
+    out["definitions"]
+        .as_array()
+        .expect("definitions")
+        .iter()
+        .map(|d| {
+            (
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["kind"].as_str().unwrap().to_string(),
+                d["parent"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn def(file: &str, line: u64, kind: &str, parent: &str) -> (String, u64, String, String) {
+    (file.to_string(), line, kind.to_string(), parent.to_string())
+}
+
+#[tokio::test]
+async fn the_demo_outline_is_the_spec_example() {
+    let server = Server::start(&demo_root()).await;
+    let out = server
+        .ok(
+            "outline_project_file",
+            json!({"path": "demo_app/models.py"}),
+        )
+        .await;
+    assert_eq!(
+        out,
+        json!({"status":"success","file":"demo_app/models.py","language":"python","count":3,"truncated":false,
+         "symbols":[{"kind":"class","name":"Product","line":7,"end_line":10,"signature":"class Product:","children":[]},
+          {"kind":"class","name":"Order","line":14,"end_line":20,"signature":"class Order:",
+           "children":[{"kind":"method","name":"total","line":18,"end_line":20,"signature":"def total(self) -> float:","children":[]}]}]})
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn demo_definitions_by_name_and_kind() {
+    let server = Server::start(&demo_root()).await;
+    let out = server
+        .ok("find_symbol_definitions", json!({"name": "apply_discount"}))
+        .await;
+    assert_eq!(
+        out,
+        json!({"status":"success","name":"apply_discount","count":1,"truncated":false,
+         "definitions":[{"file":"demo_app/services.py","line":12,"end_line":18,"kind":"function",
+          "name":"apply_discount","parent":null,
+          "signature":"def apply_discount(order: Order, percent: float) -> float:"}]})
+    );
+    let total = server
+        .ok("find_symbol_definitions", json!({"name": "total"}))
+        .await;
+    assert_eq!(
+        definitions(&total),
+        vec![def("demo_app/models.py", 18, "method", "Order")]
+    );
+    let classes = server
+        .ok(
+            "find_symbol_definitions",
+            json!({"name": "Order", "kind": "class", "path": "demo_app"}),
+        )
+        .await;
+    assert_eq!(
+        definitions(&classes),
+        vec![def("demo_app/models.py", 14, "class", "-")]
+    );
+    let none = server
+        .ok(
+            "find_symbol_definitions",
+            json!({"name": "Order", "kind": "function"}),
+        )
+        .await;
+    assert_eq!(none["count"], 0);
+    assert_eq!(
+        server
+            .ok("find_symbol_definitions", json!({"name": "order"}))
+            .await["count"],
+        0,
+        "names are case-sensitive"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn refusals_name_what_is_allowed() {
+    let project = TempProject::new();
+    project
+        .write("notes.xyz", "fn a() {}\n")
+        .write("src/lib.rs", "pub fn a() {}\n")
+        .write("blob.py", b"def a():\0\0\n")
+        .write(".env", "def secret(): pass\n")
+        .write("keys/server.pem", "def secret(): pass\n")
+        .write(".git/hooks/hook.py", "def secret(): pass\n")
+        .write("private/hidden.py", "def secret(): pass\n")
+        .write("public/open.py", "def secret(): pass\n");
+    let config = project.outside().join("deny.toml");
+    std::fs::write(&config, "[deny]\nglobs = [\"private/**\"]\n").unwrap();
+    let server =
+        Server::start_with(&project.root, &["--config", config.to_str().unwrap()], &[]).await;
+
+    let unknown = server
+        .err("outline_project_file", json!({"path": "notes.xyz"}))
+        .await;
+    assert!(
+        unknown.starts_with(
+            "no outline for .xyz files; outlines are offered for rust (.rs), python (.py, .pyi)"
+        ),
+        "{unknown}"
+    );
+    assert!(unknown.contains("use search_project_files"), "{unknown}");
+    let folder = server
+        .err("outline_project_file", json!({"path": "src"}))
+        .await;
+    assert!(folder.contains("is a folder"), "{folder}");
+    let binary = server
+        .err("outline_project_file", json!({"path": "blob.py"}))
+        .await;
+    assert!(binary.contains("binary"), "{binary}");
+    let outside = server
+        .err("outline_project_file", json!({"path": "../x.rs"}))
+        .await;
+    assert!(outside.contains("leaves the project root"), "{outside}");
+    for denied in [".git/hooks/hook.py", "private/hidden.py"] {
+        let message = server
+            .err("outline_project_file", json!({"path": denied}))
+            .await;
+        assert!(message.contains("deny-list"), "{message}");
+        assert!(!message.contains("def secret"), "{message}");
+    }
+
+    let found = server
+        .ok("find_symbol_definitions", json!({"name": "secret"}))
+        .await;
+    assert_eq!(
+        definitions(&found),
+        vec![def("public/open.py", 1, "function", "-")]
+    );
+    for (arguments, wanted) in [
+        (json!({"name": ""}), "one identifier"),
+        (json!({"name": "two words"}), "one identifier"),
+        (json!({"name": "a", "offset": 10_001}), "offset"),
+        (json!({"name": "a", "path": "/etc"}), "absolute"),
+    ] {
+        let message = server
+            .err("find_symbol_definitions", arguments.clone())
+            .await;
+        assert!(message.contains(wanted), "{arguments}: {message}");
+    }
+    let bad_kind = server
+        .err(
+            "find_symbol_definitions",
+            json!({"name": "a", "kind": "variable"}),
+        )
+        .await;
+    assert!(bad_kind.contains("parameter `kind`"), "{bad_kind}");
+    assert!(bad_kind.contains("function"), "{bad_kind}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn definitions_page_in_path_then_line_order() {
+    let project = TempProject::new();
+    for file in ["b.py", "a.py", "c/d.go", "c/e.rs"] {
+        let source = match file {
+            "c/d.go" => "package c\nfunc run() {}\nfunc run2() {}\n".to_string(),
+            "c/e.rs" => "fn run() {}\nmod m { pub fn run() {} }\n".to_string(),
+            _ => (0..10)
+                .map(|i| format!("def run():\n    return {i}\n"))
+                .collect(),
+        };
+        project.write(file, source);
+    }
+    let server = Server::start(&project.root).await;
+    let all = server
+        .ok(
+            "find_symbol_definitions",
+            json!({"name": "run", "max_results": 200}),
+        )
+        .await;
+    assert_eq!(all["count"], 23);
+    assert_eq!(all["truncated"], false);
+    let found = definitions(&all);
+    let mut sorted = found.clone();
+    sorted.sort_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
+    assert_eq!(found, sorted);
+    assert_eq!(found[20], def("c/d.go", 2, "function", "-"));
+    assert_eq!(found[22], def("c/e.rs", 2, "function", "m"));
+
+    let mut paged = Vec::new();
+    for page in 0..3 {
+        let out = server
+            .ok(
+                "find_symbol_definitions",
+                json!({"name": "run", "max_results": 10, "offset": page * 10}),
+            )
+            .await;
+        assert_eq!(out["truncated"], page < 2, "page {page}");
+        paged.extend(definitions(&out));
+    }
+    assert_eq!(paged, found);
+    server.stop().await;
+}
+
+/// With the index built and without one, and for files written after the
+/// index was built, the answers are the same.
+#[tokio::test]
+async fn answers_do_not_depend_on_the_index() {
+    let project = TempProject::new();
+    for i in 0..200 {
+        project.write(
+            &format!("m{}/f{i}.py", i % 7),
+            format!("def f{i}():\n    return handler_{i}\n"),
+        );
+    }
+    project.write(
+        "m1/target.py",
+        "class Handler:\n    def handle(self):\n        pass\n",
+    );
+    let outside = project.outside();
+    let log = outside.join("indexed.log");
+    let no_index = outside.join("no-index.toml");
+    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
+    let indexed = Server::start_with(
+        &project.root,
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let scanning = Server::start_with(
+        &project.root,
+        &["--config", no_index.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    wait_for_index(&log).await;
+
+    // Written after the build: the index cannot vouch for these yet.
+    project
+        .write(
+            "m2/late.rs",
+            "struct Handler;\nimpl Handler { fn handle(&self) {} }\n",
+        )
+        .write(
+            "m1/target.py",
+            "class Other:\n    pass\n\nclass Handler:\n    def handle(self):\n        pass\n",
+        );
+    for name in ["Handler", "handle", "f17", "missing_name"] {
+        let arguments = json!({"name": name});
+        let a = indexed
+            .ok("find_symbol_definitions", arguments.clone())
+            .await;
+        let b = scanning.ok("find_symbol_definitions", arguments).await;
+        assert_eq!(a, b, "{name}");
+    }
+    let handler = indexed
+        .ok("find_symbol_definitions", json!({"name": "Handler"}))
+        .await;
+    assert_eq!(
+        definitions(&handler),
+        vec![
+            def("m1/target.py", 4, "class", "-"),
+            def("m2/late.rs", 1, "struct", "-"),
+        ]
+    );
+    let handle = indexed
+        .ok("find_symbol_definitions", json!({"name": "handle"}))
+        .await;
+    assert_eq!(
+        definitions(&handle),
+        vec![
+            def("m1/target.py", 5, "method", "Handler"),
+            def("m2/late.rs", 2, "method", "Handler"),
+        ]
+    );
+    indexed.stop().await;
+    scanning.stop().await;
+}
+
+/// Deep nesting, huge lines and invalid UTF-8 get an answer, and the
+/// server goes on serving.
+#[tokio::test]
+async fn hostile_files_neither_crash_nor_hang_the_server() {
+    let project = TempProject::new();
+    let deep_js = format!(
+        "function top() {{}}\nconst x = {}1{};\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let unbalanced_c = format!("int f(void) {{ {}\n", "{ (".repeat(100_000));
+    let long_line = format!(
+        "fn {}() {{}} {}\n",
+        "n".repeat(500_000),
+        "fn b() {} ".repeat(100_000)
+    );
+    let mut invalid = b"def ok():\n    pass\n".to_vec();
+    invalid.extend_from_slice(&[b'#'; 5000]);
+    invalid.extend_from_slice(b"\ndef caf\xe9():\n    pass\nclass \xff\xfe:\n    pass\n");
+    let nested_classes: String = (0..300)
+        .map(|level| format!("{}class C{level}:\n", " ".repeat(level)))
+        .collect::<String>()
+        + &" ".repeat(300)
+        + "pass\n";
+    project
+        .write("deep.js", deep_js)
+        .write("unbalanced.c", unbalanced_c)
+        .write("long.rs", long_line)
+        .write("invalid.py", invalid)
+        .write("nested.py", nested_classes);
+    #[cfg(unix)]
+    {
+        let fifo = std::ffi::CString::new(project.root.join("pipe.py").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    }
+    let server = Server::start(&project.root).await;
+    #[cfg(unix)]
+    {
+        let fifo = server
+            .err("outline_project_file", json!({"path": "pipe.py"}))
+            .await;
+        assert!(fifo.contains("not a regular file"), "{fifo}");
+    }
+
+    let deep = server
+        .ok("outline_project_file", json!({"path": "deep.js"}))
+        .await;
+    assert_eq!(deep["symbols"][0]["name"], "top");
+    // Error recovery on this may outrun the parse budget on a slow machine:
+    // either answer is fine, a hang or a crash is not.
+    let unbalanced = server
+        .call("outline_project_file", json!({"path": "unbalanced.c"}))
+        .await;
+    if unbalanced.is_error == Some(true) {
+        let message = crate::common::text_of(&unbalanced);
+        assert!(message.contains("parsing took longer"), "{message}");
+    } else {
+        let out = unbalanced.structured_content.expect("structuredContent");
+        assert_eq!(out["file"], "unbalanced.c", "{out}");
+        assert!(out["count"].is_u64(), "{out}");
+    }
+    let long = server
+        .ok("outline_project_file", json!({"path": "long.rs"}))
+        .await;
+    assert_eq!(long["truncated"], true);
+    let first = &long["symbols"][0];
+    assert_eq!(first["name"].as_str().unwrap().chars().count(), 200);
+    assert!(first["signature"].as_str().unwrap().chars().count() <= 200);
+    let text = serde_json::to_string(&long).unwrap();
+    assert!(text.len() <= 100_000, "{}", text.len());
+    let invalid = server
+        .ok("outline_project_file", json!({"path": "invalid.py"}))
+        .await;
+    assert_eq!(invalid["symbols"][0]["name"], "ok");
+    assert!(invalid["count"].as_u64().unwrap() >= 2, "{invalid}");
+    let nested = server
+        .ok("outline_project_file", json!({"path": "nested.py"}))
+        .await;
+    assert_eq!(nested["truncated"], true);
+    assert_eq!(nested["count"], 16);
+
+    let found = server
+        .ok(
+            "find_symbol_definitions",
+            json!({"name": "b", "max_results": 200}),
+        )
+        .await;
+    assert_eq!(found["count"], 200);
+    assert_eq!(found["truncated"], true);
+    // Still serving.
+    let out = server
+        .ok("find_symbol_definitions", json!({"name": "top"}))
+        .await;
+    assert_eq!(definitions(&out), vec![def("deep.js", 1, "function", "-")]);
+    server.stop().await;
+}
