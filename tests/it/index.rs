@@ -107,6 +107,15 @@ fn generated_tree(files: usize) -> TempProject {
         std::os::unix::fs::symlink(root.join("m0/s0/f0.rs"), root.join("link_to_file")).unwrap();
         std::os::unix::fs::symlink(project.outside(), root.join("link_out")).unwrap();
         std::os::unix::fs::symlink(root, root.join("m1/loop")).unwrap();
+        // Files with several names: across folders, and one in a skipped
+        // folder, which the change feed does not watch.
+        std::fs::create_dir_all(root.join("node_modules")).unwrap();
+        std::fs::hard_link(root.join("m2/s0/f2.txt"), root.join("m7/s1/f2_again.txt")).unwrap();
+        std::fs::hard_link(
+            root.join("m3/s0/f3.md"),
+            root.join("node_modules/linked.rs"),
+        )
+        .unwrap();
         let fifo = std::ffi::CString::new(root.join("pipe.txt").to_str().unwrap()).unwrap();
         // SAFETY: mkfifo reads a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
@@ -235,8 +244,55 @@ async fn indexed_answers_equal_scanned_answers() {
         let arguments = json!({"path": path, "depth": depth, "max_entries": 2000});
         same_answer(&indexed, &scanning, "list_project_directory", arguments).await;
     }
+    // Changes the change feed sees only in part: a write through a name in
+    // a skipped folder, and two folders exchanged.
+    #[cfg(target_os = "linux")]
+    {
+        let root = &project.root;
+        std::fs::write(
+            root.join("node_modules/linked.rs"),
+            "rewritten_through_a_link\n",
+        )
+        .unwrap();
+        exchange(&root.join("m5"), &root.join("m6"));
+        std::fs::write(root.join("m5/s0/after.rs"), "made_after_the_exchange\n").unwrap();
+        for query in [
+            "rewritten_through_a_link",
+            "made_after_the_exchange",
+            "ident_5_0",
+            "ident_6_1",
+        ] {
+            let arguments = json!({"query": query, "max_results": 200});
+            same_answer(&indexed, &scanning, "search_project_files", arguments).await;
+        }
+        for pattern in ["m5/**/*.rs", "m6/**", "**/linked*"] {
+            let arguments = json!({"pattern": pattern, "max_results": 1000});
+            same_answer(&indexed, &scanning, "find_project_files", arguments).await;
+        }
+        let arguments = json!({"path": "m5", "depth": 3, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", arguments).await;
+    }
     indexed.stop().await;
     scanning.stop().await;
+}
+
+/// `renameat2(RENAME_EXCHANGE)`: each path takes the other's place at once.
+#[cfg(target_os = "linux")]
+fn exchange(a: &std::path::Path, b: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both paths are NUL-terminated C strings.
+    let result = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(result, 0, "{}", std::io::Error::last_os_error());
 }
 
 #[tokio::test]
