@@ -178,11 +178,15 @@ async fn future_dated(env: &[(&str, &str)]) {
     server.stop().await;
 }
 
+// Paths of 900 bytes: beyond what Windows takes without long-path support.
+#[cfg(unix)]
 #[tokio::test]
 async fn changes_below_the_256th_folder_are_seen() {
     deep_tree(WATCH_ON).await;
 }
 
+// Paths of 900 bytes: beyond what Windows takes without long-path support.
+#[cfg(unix)]
 #[tokio::test]
 async fn changes_below_the_256th_folder_are_seen_with_notifications_off() {
     deep_tree(WATCH_OFF).await;
@@ -191,6 +195,7 @@ async fn changes_below_the_256th_folder_are_seen_with_notifications_off() {
 /// A tree deeper than a client's path may go (256 names): files created,
 /// edited, renamed and deleted at the bottom, and a deep folder renamed,
 /// are seen by the next call as the scan sees them.
+#[cfg(unix)]
 async fn deep_tree(env: &[(&str, &str)]) {
     const LEVELS: usize = 300;
     let project = base_project();
