@@ -581,3 +581,74 @@ fn walkdir_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// `field` (kB) of /proc/PID/status, such as `VmRSS` or `VmHWM`, in bytes.
+#[cfg(target_os = "linux")]
+fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"));
+    kib * 1024
+}
+
+/// `[index] max_memory_mb` bounds what the process really holds beyond what
+/// it held before the build: its peak resident size, measured, stays
+/// within the limit (plus what one step of the build may take between two
+/// looks), and answers stay exact once the model gives up.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_memory_limit_bounds_the_resident_size() {
+    const LIMIT_MB: u64 = 4;
+    /// One shard's scratch and a batch of files between two looks.
+    const STEP_SLACK: u64 = 10 * 1024 * 1024;
+    let project = generated_tree(6_000);
+    let outside = project.outside();
+    let config = outside.join("small.toml");
+    std::fs::write(&config, format!("[index]\nmax_memory_mb = {LIMIT_MB}\n")).unwrap();
+    let log = outside.join("small.log");
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let mut server = common::RawServer::start(&project.root, &args);
+    server
+        .send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "raw-test", "version": "1"}}}))
+        .await;
+    server.recv_id(&json!(0)).await;
+    let pid = server.child.id().expect("pid");
+    let before = status_bytes(pid, "VmRSS");
+    server
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    common::eventually("the build finished or gave up", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains("index ready") || text.contains("max_memory_mb limit")
+    })
+    .await;
+    let peak = status_bytes(pid, "VmHWM");
+    assert!(
+        peak <= before + LIMIT_MB * 1024 * 1024 + STEP_SLACK,
+        "peak resident {peak} bytes against {before} before the build"
+    );
+    server
+        .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "search_project_files",
+                                 "arguments": {"query": "ident_4321_0"}}}))
+        .await;
+    let answer = server.recv_id(&json!(1)).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["matches"][0]["file"],
+        json!("m1/s6/f4321.py"),
+        "{answer}"
+    );
+    server.finish().await;
+}
