@@ -78,9 +78,6 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 /// when cancelled, over the memory limit, or the root cannot be walked.
 pub(super) fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
-    if let Some(resident) = super::resident_bytes() {
-        shared.resident_before.store(resident, Ordering::Relaxed);
-    }
     let mut pacer = Pacer::default();
     let (live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
@@ -106,7 +103,7 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     }
     live.base = indexed.base;
     live.without_filters = indexed.without_filters;
-    if !live.fits(shared.limit_bytes) || shared.holds_too_much() {
+    if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
             live.bytes() / (1024 * 1024)
@@ -123,9 +120,6 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     return_freed_memory();
     Some(())
 }
-
-/// Entries or files between two looks at the process's resident memory.
-const CHECK_RESIDENT_EVERY: usize = 1024;
 
 /// Files the background indexing reads between two looks at the model.
 const UNREAD_BATCH: usize = 64;
@@ -170,21 +164,13 @@ pub(super) fn keep_indexing(shared: &Shared) {
         for (relative, stamp, content) in read {
             live.tree.adopt(&relative, stamp, content);
         }
-        if !live.fits(shared.limit_bytes) || shared.holds_too_much() {
+        if !live.fits(shared.limit_bytes) {
             tracing::info!(
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
             *state = State::Off;
-            drop(state);
-            return_freed_memory();
             return;
-        }
-        let idle = !live.tree.has_unread();
-        drop(state);
-        if idle {
-            // Churn frees what replaced files held: give it back.
-            return_freed_memory();
         }
     }
 }
@@ -256,10 +242,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
                 listed.files.push(found.relative.clone());
             }
             tree.insert(found.relative, node);
-            if tree.bytes() > shared.limit_bytes
-                || (tree.entry_count().is_multiple_of(CHECK_RESIDENT_EVERY)
-                    && shared.holds_too_much())
-            {
+            if tree.bytes() > shared.limit_bytes {
                 over_limit = true;
                 return ControlFlow::Break(());
             }
@@ -394,9 +377,7 @@ pub(super) fn index_contents(
             log_filters_left_out(shared.limit_bytes);
             indexer.without_filters = true;
         }
-        if building + base.bytes() > shared.limit_bytes
-            || (files.len().is_multiple_of(CHECK_RESIDENT_EVERY) && shared.holds_too_much())
-        {
+        if building + base.bytes() > shared.limit_bytes {
             tracing::info!(
                 "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
                 shared.limit_bytes / (1024 * 1024)

@@ -35,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use regex_syntax::hir::Hir;
 
-use build::{build, keep_indexing, lower_priority, return_freed_memory};
+use build::{build, keep_indexing, lower_priority};
 use live::{Found, Live};
 use tree::{PathKey, depth};
 use watch::Changes;
@@ -80,36 +80,6 @@ struct Shared {
     building: AtomicBool,
     /// Tool calls in progress: the build pauses while there are any.
     calls: AtomicUsize,
-    /// The process's resident memory when the build started (0 unknown):
-    /// what it holds beyond that is the model's, and bounded by the limit.
-    resident_before: AtomicUsize,
-}
-
-impl Shared {
-    /// Whether the process holds more memory than when the build started
-    /// by more than the limit: the model's own count misses the
-    /// allocator's slack and scratch, the process's resident size does not.
-    fn holds_too_much(&self) -> bool {
-        let before = self.resident_before.load(Ordering::Relaxed);
-        before > 0
-            && resident_bytes().is_some_and(|now| now.saturating_sub(before) > self.limit_bytes)
-    }
-}
-
-/// The process's resident memory (Linux); `None` elsewhere.
-fn resident_bytes() -> Option<usize> {
-    #[cfg(target_os = "linux")]
-    {
-        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-        let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-        // SAFETY: sysconf only reads its argument.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        Some(pages.saturating_mul(usize::try_from(page).ok()?))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
 }
 
 /// Held for the length of a tool call (see [`TreeModel::busy`]).
@@ -170,7 +140,6 @@ impl TreeModel {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(config.enabled),
             calls: AtomicUsize::new(0),
-            resident_before: AtomicUsize::new(0),
         });
         Self {
             shared,
@@ -194,8 +163,6 @@ impl TreeModel {
                 let built = build(&building).is_some();
                 if !built && let Ok(mut state) = building.state.lock() {
                     *state = State::Off;
-                    drop(state);
-                    return_freed_memory();
                 }
                 building.building.store(false, Ordering::Release);
                 if built {
@@ -231,7 +198,6 @@ impl TreeModel {
                 cancelled: AtomicBool::new(false),
                 building: AtomicBool::new(false),
                 calls: AtomicUsize::new(0),
-                resident_before: AtomicUsize::new(0),
             }),
             started: AtomicBool::new(true),
         }
@@ -326,14 +292,12 @@ impl TreeModel {
             // Read off this call's path, by the build thread.
             self.shared.unread.notify_one();
         }
-        if changed > 0 && (!live.fits(self.shared.limit_bytes) || self.shared.holds_too_much()) {
+        if changed > 0 && !live.fits(self.shared.limit_bytes) {
             tracing::info!(
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
             *state = State::Off;
-            drop(state);
-            return_freed_memory();
             return None;
         }
         let expected = if start.relative == "." {

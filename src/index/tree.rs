@@ -1010,7 +1010,6 @@ mod tests {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(true),
             calls: AtomicUsize::new(0),
-            resident_before: AtomicUsize::new(0),
         };
         let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
         let root = gate.root().to_path_buf();
