@@ -170,7 +170,16 @@ pub(super) fn keep_indexing(shared: &Shared) {
                 live.bytes() / (1024 * 1024)
             );
             *state = State::Off;
+            drop(state);
+            return_freed_memory();
             return;
+        }
+        let idle = !live.tree.has_unread();
+        drop(state);
+        if idle {
+            // What replaced files' grams held is free now: give it back,
+            // so that churn does not leave the process larger.
+            return_freed_memory();
         }
     }
 }
