@@ -3,7 +3,7 @@
 //! second server with `[index] enabled = false`), on the corpus and on its
 //! tenfold copy. `benches/run.sh` prepares both corpora and runs this after
 //! the `search` bench; docs/performance.md explains the method and the
-//! targets (issue 8).
+//! targets.
 //!
 //! Per corpus: the first search right after start (and the scan server's);
 //! the time until the server logs "index ready"; after an idle pause, N
@@ -69,7 +69,7 @@ const REGEX_TARGET: f64 = 30.0;
 
 fn main() {
     let settings = settings();
-    println!("mcp-project-helper instant-search benchmark (issue 8)");
+    println!("mcp-project-helper instant-search benchmark");
     println!("server {}", support::server_binary());
     println!(
         "rg {} / fd {} (-j {}); load average {}",
@@ -165,7 +165,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> (usize, usize) {
     let mut scan = Session::start_logged(&root, &["--config", &config_arg]);
     let has_index = scan.try_initialize();
     if !has_index {
-        println!("   (this build has no [index] key: both servers scan, as before issue 8)");
+        println!("   (this build has no [index] key: both servers scan)");
         scan = Session::start(&root);
         scan.initialize();
     }

@@ -42,7 +42,7 @@ import anyio
 REPO = Path(__file__).resolve().parent.parent
 EVIDENCE = REPO / "evidence"
 DEMO = REPO / "demo_project"
-BINARY = REPO / "target/static/x86_64-unknown-linux-gnu/release/mcp-project-helper"
+BINARY = REPO / "target/static/x86_64-unknown-linux-gnu/dist/mcp-project-helper"
 IMAGE = "mcp-project-helper:test"
 PODMAN = REPO / "tests/support/podman.sh"
 INSPECTOR_PACKAGE = EVIDENCE / "node_modules/@modelcontextprotocol/inspector"
@@ -906,7 +906,7 @@ def setup_facts() -> list[tuple[str, str]]:
         commit += "` plus uncommitted changes in `" + " ".join(sorted({line[3:] for line in changed.splitlines()}))
     return [
         ("server", f"mcp-project-helper {crate_version()} (Cargo.toml), source at git commit `{commit}`"),
-        ("binary", f"`target/static/x86_64-unknown-linux-gnu/release/mcp-project-helper`, "
+        ("binary", f"`target/static/x86_64-unknown-linux-gnu/dist/mcp-project-helper`, "
                    f"{len(binary):,} bytes, sha256 `{hashlib.sha256(binary).hexdigest()}`"),
         ("image", f"`{IMAGE}`, id `{image_id[:19]}`"),
         ("python-sdk", PythonSdkClient.version()),
@@ -1082,7 +1082,7 @@ def prepare_out(out: Path) -> None:
 def missing_prerequisites() -> list[str]:
     missing = []
     if not BINARY.exists():
-        missing.append(f"the release binary {BINARY} (run tests/support/build-image.sh)")
+        missing.append(f"the static binary {BINARY} (run tests/support/build-image.sh)")
     if not INSPECTOR.exists():
         missing.append(f"the Inspector CLI {INSPECTOR} (run `npm ci` in evidence/)")
     if not PODMAN.exists():

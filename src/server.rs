@@ -204,9 +204,7 @@ impl ProjectHelper {
             params,
             &context,
             DefinitionsOutput::log_summary,
-            move |p, cancel| {
-                tools::definitions::find_definitions(&p.gate, &p.model, &input, cancel)
-            },
+            move |p, cancel| tools::definitions::find_definitions(&p.corpus(), &input, cancel),
         )
         .await
     }

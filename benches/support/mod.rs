@@ -406,7 +406,7 @@ pub fn mark(met: bool) -> &'static str {
 }
 
 /// A server config with the tree model switched off: that server scans the
-/// tree on every search, as before issue 8. Keep it alive while the server
+/// tree on every search. Keep it alive while the server
 /// runs.
 pub fn scan_config() -> tempfile::NamedTempFile {
     let config = tempfile::NamedTempFile::new().expect("temp config");

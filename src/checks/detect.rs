@@ -12,8 +12,6 @@ use std::time::Duration;
 
 use super::{Check, PRIMARY_CHECK};
 use crate::security::{PathGate, ResolvedPath};
-// The opener moves beside the gate (issue 10, helper "gate"); only this
-// import changes then.
 use crate::walk::{self, EntryKind};
 
 /// Project files larger than this are not read for detection.

@@ -5,10 +5,13 @@
 use std::fs::File;
 use std::io;
 
-/// Bytes inspected to tell text from binary.
+/// Bytes inspected to tell text from binary: one page, enough for the NUL
+/// bytes and invalid UTF-8 of binary formats, which show in their headers.
 pub const SNIFF_BYTES: usize = 4096;
 /// Files larger than this are not searched (nor indexed, since a search
-/// would skip them).
+/// would skip them): it bounds what one file costs a call in memory (each
+/// search thread holds a file whole) and in time, and larger files in a
+/// source tree are data or generated, rarely what an agent looks for.
 pub const MAX_SEARCHED_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Binary means a NUL byte, or bytes that are not UTF-8 (a multi-byte

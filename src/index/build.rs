@@ -20,11 +20,11 @@ use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
-/// scratch each while sorting, so 8 MiB (unless one file alone has more).
-/// The shards are merged into one at the end, a group of trigrams at a
-/// time, each group of the parts freed once merged. (Half as many pairs made the
-/// build's peak larger, not smaller: every shard repeats the trigrams it
-/// shares with the others.)
+/// scratch each while sorting, so the build's scratch stays near 8 MiB
+/// (unless one file alone has more). Smaller shards would not lower the
+/// peak: every shard repeats the trigrams it shares with the others, and
+/// the shards are merged into one at the end, a group of trigrams at a
+/// time, each group of the parts freed once merged.
 pub(super) const SHARD_PAIRS: usize = 512 * 1024;
 
 pub(super) fn log_filters_left_out(limit_bytes: usize) {

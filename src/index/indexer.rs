@@ -124,3 +124,73 @@ impl Indexer {
         answer(Content::Fresh(FileGrams { trigrams, filter }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::searchable::SNIFF_BYTES;
+    use crate::security::temp_root;
+
+    /// What the indexer makes of each file, once its stamp can be trusted.
+    fn contents(files: &[(&str, Vec<u8>)]) -> Vec<(String, Content)> {
+        let (_dir, root) = temp_root(files);
+        // Stamps younger than the file system's clock tick are not trusted.
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let mut indexer = Indexer::default();
+        files
+            .iter()
+            .map(|(name, _)| {
+                let (stamp, settled, content) =
+                    indexer.read_unless_known(&gate, &root.join(name), |_| None);
+                assert!(stamp.is_some() && settled, "{name}");
+                (name.to_string(), content)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn files_the_searcher_skips_are_skipped_and_those_it_changes_always_read() {
+        let mut over_cap = vec![b'x'; MAX_SEARCHED_BYTES as usize + 1];
+        over_cap[0] = b'a';
+        let mut not_utf8_past_the_sniff = b"\xEF\xBB\xBF".to_vec();
+        not_utf8_past_the_sniff.extend(b"x".repeat(SNIFF_BYTES + 10));
+        not_utf8_past_the_sniff.extend(b"\xFF tail\n");
+        let found = contents(&[
+            ("plain.txt", b"alpha beta\n".to_vec()),
+            ("marked.txt", "\u{FEFF}alpha beta\n".as_bytes().to_vec()),
+            ("binary.dat", b"alpha\0beta".to_vec()),
+            ("huge.txt", over_cap),
+            ("utf16.txt", b"\xFF\xFEa\0l\0".to_vec()),
+            ("odd.txt", not_utf8_past_the_sniff),
+        ]);
+        let kinds: Vec<(&str, &str)> = found
+            .iter()
+            .map(|(name, content)| {
+                let kind = match content {
+                    Content::Fresh(grams) => {
+                        assert!(!grams.trigrams.is_empty(), "{name}");
+                        "fresh"
+                    }
+                    Content::Skipped => "skipped",
+                    Content::Always => "always",
+                    Content::Base(_) => "base",
+                    Content::Unread => "unread",
+                };
+                (name.as_str(), kind)
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("plain.txt", "fresh"),
+                ("marked.txt", "fresh"),
+                ("binary.dat", "skipped"),
+                ("huge.txt", "skipped"),
+                // Binary by the sniff (NUL bytes), as the searcher sees it.
+                ("utf16.txt", "skipped"),
+                ("odd.txt", "always"),
+            ]
+        );
+    }
+}

@@ -6,7 +6,7 @@
 //! files under this folder may contain this query": a superset of the files
 //! that match (the searcher verifies each), in path order, or `None` when
 //! the model cannot answer (not built yet, switched off, over its memory
-//! limit, or a folder the model does not hold) and the caller walks
+//! limit, or a folder the model does not hold) and the corpus walks
 //! instead. [`TreeModel::entries`] answers from the file list what the
 //! walker would. Modelled on google/codesearch and Zoekt, one job a file:
 //! `build` makes the model, `pacer` makes it yield to calls, `indexer` reads

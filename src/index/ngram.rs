@@ -82,15 +82,15 @@ pub fn sorted_trigrams(scratch: &mut TrigramScratch, content: &[u8]) -> Vec<u32>
 }
 
 /// Files at least this large get a [`GramFilter`]; smaller ones cost little
-/// to search even when the trigrams admit them. (From 64 KiB instead, the
-/// bench's rare literals read a median of 0.58 MB per search instead of
-/// 0.14 MB: files of 16-64 KiB that hold every trigram.)
+/// to read even when the trigrams admit them, while files of a few dozen
+/// KiB already hold every trigram of many identifiers (the bench measures
+/// the bytes a search reads).
 pub const FILTER_MIN_BYTES: usize = 16 * 1024;
 
 /// Filter bits per byte of the file: one bit per three bytes, rounded up
-/// to a power of two (about seven to fourteen bits per distinct gram on
-/// source code; at one per four bytes, a tenth of the queries' grams were
-/// false positives).
+/// to a power of two, about seven to fourteen bits per distinct gram on
+/// source code: with three probes, few false "may hold" answers, each of
+/// which costs only a read.
 const FILTER_BYTES_PER_BIT: usize = 3;
 
 /// Bits set per gram.
@@ -133,11 +133,10 @@ pub struct GramFilter {
 /// Files at least this large, with at least one upper-case letter in
 /// [`CASE_EXACT_UPPER_SHARE`], also keep their long grams with the letters'
 /// case as it is. Folded grams alone let a case-sensitive `finalize_reset`
-/// admit every file of `FINALIZE_...` constants (in the bench corpus, most
-/// of the large files read for nothing, a sixth to two thirds of their
-/// letters upper case); the larger files have the room in their filters (a
-/// sixth of the bits set). The second pass costs the build about as much
-/// as the first, so files with little upper case go without it.
+/// admit every file of `FINALIZE_...` constants (generated bindings are
+/// full of them); the larger files have the room in their filters. The
+/// second pass costs the build about as much as the first, so files with
+/// little upper case go without it.
 pub const CASE_EXACT_MIN_BYTES: usize = 64 * 1024;
 
 /// One letter in this many upper case makes a large file keep its case.

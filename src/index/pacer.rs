@@ -13,8 +13,8 @@ pub(super) const WORK_AFTER_PAUSE: Duration = Duration::from_millis(250);
 pub(super) const PAUSE_STEP: Duration = Duration::from_millis(1);
 
 /// How the build yields to calls. Its lower priority is not enough on two
-/// cores: a search's threads still lost a quarter of their speed to it
-/// (the first search of the tenfold corpus took 1.26 times the scan).
+/// cores: the build would still take a share of the cores a search's
+/// threads need, so it pauses while calls run.
 #[derive(Default)]
 pub(super) struct Pacer {
     /// After a pause that calls outlasted, the build works until then.

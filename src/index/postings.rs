@@ -504,6 +504,15 @@ mod tests {
     use crate::index::ngram::trigram;
 
     #[test]
+    fn intersection_and_union_of_sorted_lists_stay_sorted_and_exact() {
+        let (a, b) = ([1, 3, 5, 7, 9], [2, 3, 4, 9, 10]);
+        assert_eq!(intersect(&a, &b), [3, 9]);
+        assert_eq!(union(&a, &b), [1, 2, 3, 4, 5, 7, 9, 10]);
+        assert_eq!(intersect(&a, &[]), Vec::<u32>::new());
+        assert_eq!(union(&[], &b), b);
+    }
+
+    #[test]
     fn shards_round_trip_sparse_and_dense_lists() {
         let mut builder = ShardBuilder::new(100, 0);
         let common = trigram(b'a', b'b', b'c');

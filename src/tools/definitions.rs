@@ -1,12 +1,10 @@
 //! `find_symbol_definitions`: where a name is defined across the project.
 //!
-//! Only a file that contains the name can define it, so the candidates are
-//! the tree model's files for a literal query of the name (the walker's
-//! files, with the same skip and deny rules as search, when the model
-//! cannot answer); each candidate of a known language that holds the name
-//! is parsed. The model lists every file it cannot vouch for, so the answer
-//! is exact whatever the state of the index. Files come in path order and
-//! definitions in line order, so the walk stops once the page is full.
+//! Only a file that contains the name can define it, so the files are the
+//! corpus's documents for a literal query of the name, with the same skip
+//! and deny rules as search; each of a known language that holds the name
+//! is parsed (on the corpus's worker threads). Documents come in path order
+//! and definitions in line order, so the scan stops once the page is full.
 
 use std::ops::ControlFlow;
 
@@ -15,11 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
-use crate::corpus::searchable::{SNIFF_BYTES, looks_binary, read_searchable};
-use crate::index::TreeModel;
-use crate::security::PathGate;
+use crate::corpus::{Corpus, Document, Outcome, Reader};
 use crate::symbols::{self, Language, ParseError, SymbolKind};
-use crate::walk::{self, Entry, EntryKind, WalkOptions};
+use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
 pub const MAX_RESULTS_CAP: usize = 200;
@@ -41,7 +37,7 @@ pub struct DefinitionsInput {
     #[serde(default)]
     pub kind: Option<SymbolKind>,
     /// Folder (or single file) to look in, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// Maximum number of definitions to return.
     #[serde(default = "default_max_results")]
@@ -53,9 +49,6 @@ pub struct DefinitionsInput {
     pub offset: usize,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }
@@ -120,8 +113,7 @@ struct Found {
 }
 
 pub fn find_definitions(
-    gate: &PathGate,
-    model: &TreeModel,
+    corpus: &Corpus<'_>,
     input: &DefinitionsInput,
     cancel: &Cancel,
 ) -> Result<DefinitionsOutput, ToolError> {
@@ -140,112 +132,134 @@ pub fn find_definitions(
     }
     let max_results = input.max_results.clamp(1, MAX_RESULTS_CAP);
     let wanted = max_results + 1;
-    let start = gate.resolve(&input.path)?;
-    let finder = memchr::memmem::Finder::new(name.as_bytes());
+    let start = corpus.gate().resolve(&input.path)?;
+    let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
+    let options = WalkOptions {
+        include_ignored: false,
+        cancel: cancel.clone(),
+    };
+    let reader = Parser {
+        name,
+        kind: input.kind,
+        finder: memchr::memmem::Finder::new(name.as_bytes()),
+        cancel,
+    };
     let mut found = Found::default();
-    let mut buffer = Vec::new();
-    let mut visit = |entry: Entry| -> Result<ControlFlow<()>, ToolError> {
-        ToolError::check_cancel(cancel)?;
-        if entry.kind != EntryKind::File {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let Some(language) = Language::of_path(&entry.relative) else {
-            return Ok(ControlFlow::Continue(()));
+    corpus
+        .scan(
+            &start,
+            &query,
+            &options,
+            |name| Language::of_path(name).is_some(),
+            &reader,
+            |file: FileDefinitions| {
+                found.unparsed.extend(file.unparsed);
+                for definition in file.definitions {
+                    if found.skipped < input.offset {
+                        found.skipped += 1;
+                        continue;
+                    }
+                    found.page.push(definition);
+                }
+                if found.page.len() >= wanted {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )
+        .map_err(|error| ToolError::io(&start.relative, &error))?;
+    ToolError::check_cancel(cancel)?;
+    Ok(assemble(name, found, max_results))
+}
+
+/// What one file gave: its definitions of the name, in line order, or its
+/// name when it could not be parsed.
+#[derive(Debug, Default, Clone)]
+struct FileDefinitions {
+    definitions: Vec<SymbolDefinition>,
+    unparsed: Option<String>,
+}
+
+impl Outcome for FileDefinitions {
+    fn renamed(&self, document: &Document) -> Option<Self> {
+        let file = document.name().to_string();
+        Some(FileDefinitions {
+            definitions: self
+                .definitions
+                .iter()
+                .map(|definition| SymbolDefinition {
+                    file: file.clone(),
+                    ..definition.clone()
+                })
+                .collect(),
+            unparsed: self.unparsed.as_ref().map(|_| file.clone()),
+        })
+    }
+
+    fn weight(&self) -> usize {
+        self.definitions
+            .iter()
+            .map(|definition| {
+                definition.file.len() + definition.signature.len() + definition.name.len()
+            })
+            .sum()
+    }
+}
+
+/// Parses each document of a known language that holds the name.
+struct Parser<'a> {
+    name: &'a str,
+    kind: Option<SymbolKind>,
+    finder: memchr::memmem::Finder<'a>,
+    cancel: &'a Cancel,
+}
+
+impl Reader for Parser<'_> {
+    type Scratch = ();
+    type Outcome = FileDefinitions;
+
+    fn scratch(&self) {}
+
+    fn evaluate(&self, _: &mut (), document: &Document, source: &[u8]) -> FileDefinitions {
+        let file = document.name();
+        let Some(language) = Language::of_path(file) else {
+            return FileDefinitions::default();
         };
-        let Some(source) = read_source(gate, &entry, &mut buffer) else {
-            return Ok(ControlFlow::Continue(()));
-        };
-        if finder.find(source).is_none() {
-            return Ok(ControlFlow::Continue(()));
+        if self.finder.find(source).is_none() {
+            return FileDefinitions::default();
         }
-        let definitions = match symbols::definitions(language, source, cancel) {
+        let definitions = match symbols::definitions(language, source, self.cancel) {
             Ok(definitions) => definitions,
-            Err(ParseError::Cancelled) => return Err(ToolError::Cancelled),
+            // The call ends as cancelled once the scan returns.
+            Err(ParseError::Cancelled) => return FileDefinitions::default(),
             Err(_) => {
-                found.unparsed.push(entry.relative.clone());
-                return Ok(ControlFlow::Continue(()));
+                return FileDefinitions {
+                    definitions: Vec::new(),
+                    unparsed: Some(file.to_string()),
+                };
             }
         };
-        let matching = definitions.into_iter().filter(|symbol| {
-            symbol.name == name && input.kind.is_none_or(|kind| symbol.kind == kind)
-        });
-        for symbol in matching {
-            if found.skipped < input.offset {
-                found.skipped += 1;
-                continue;
-            }
-            found.page.push(SymbolDefinition {
-                file: entry.relative.clone(),
+        let definitions = definitions
+            .into_iter()
+            .filter(|symbol| {
+                symbol.name == self.name && self.kind.is_none_or(|kind| symbol.kind == kind)
+            })
+            .map(|symbol| SymbolDefinition {
+                file: file.to_string(),
                 line: symbol.line,
                 end_line: symbol.end_line,
                 kind: symbol.kind,
                 name: symbol.name,
                 parent: symbol.parent,
                 signature: symbol.signature,
-            });
-        }
-        Ok(if found.page.len() >= wanted {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        })
-    };
-
-    if start.real.is_file() {
-        let entry = Entry {
-            relative: start.relative.clone(),
-            path: start.real.clone(),
-            kind: EntryKind::File,
-            depth: 0,
-            size: None,
-            ino: None,
-        };
-        // One file: nothing follows to stop for.
-        let _ = visit(entry)?;
-    } else {
-        let query = crate::matcher::parse(name, true, false).map_err(ToolError::invalid)?;
-        match model.candidates(&start, &query) {
-            Some(files) => {
-                for entry in files {
-                    if visit(entry)?.is_break() {
-                        break;
-                    }
-                }
-            }
-            None => {
-                let options = WalkOptions {
-                    include_ignored: false,
-                    cancel: cancel.clone(),
-                };
-                let mut failure = None;
-                walk::walk_files_to_open(gate, &start, &options, |entry| match visit(entry) {
-                    Ok(flow) => flow,
-                    Err(error) => {
-                        failure = Some(error);
-                        ControlFlow::Break(())
-                    }
-                })
-                .map_err(|error| ToolError::io(&start.relative, &error))?;
-                if let Some(error) = failure {
-                    return Err(error);
-                }
-            }
+            })
+            .collect();
+        FileDefinitions {
+            definitions,
+            unparsed: None,
         }
     }
-    ToolError::check_cancel(cancel)?;
-    Ok(assemble(name, found, max_results))
-}
-
-/// The file's text when it is a regular text file within the size cap,
-/// as search reads it; `None` for anything it would skip.
-fn read_source<'b>(gate: &PathGate, entry: &Entry, buffer: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    let (mut file, metadata) = entry.open(gate).ok()?;
-    if !metadata.is_file() {
-        return None;
-    }
-    let length = read_searchable(&mut file, metadata.len(), buffer)?;
-    let source = &buffer[..length];
-    (!looks_binary(&source[..length.min(SNIFF_BYTES)])).then_some(source)
 }
 
 fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
@@ -282,6 +296,7 @@ fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::PathGate;
     use crate::tools::temp_project;
 
     fn input(name: &str) -> DefinitionsInput {
@@ -321,7 +336,7 @@ mod tests {
     }
 
     fn find(gate: &PathGate, input: &DefinitionsInput) -> DefinitionsOutput {
-        find_definitions(gate, &TreeModel::off(), input, &Cancel::never()).unwrap()
+        find_definitions(&Corpus::walked(gate), input, &Cancel::never()).unwrap()
     }
 
     #[test]
@@ -422,7 +437,7 @@ mod tests {
     fn bad_names_and_offsets_are_refused() {
         let (_dir, gate) = temp_project(&[("a.py", "x = 1\n")]);
         let error = |input: DefinitionsInput| {
-            find_definitions(&gate, &TreeModel::off(), &input, &Cancel::never())
+            find_definitions(&Corpus::walked(&gate), &input, &Cancel::never())
                 .unwrap_err()
                 .to_string()
         };
@@ -451,7 +466,7 @@ mod tests {
         let (_dir, gate) = temp_project(&[("a.py", "def f(): pass\n")]);
         let cancel = Cancel::never();
         cancel.cancel();
-        let outcome = find_definitions(&gate, &TreeModel::off(), &input("f"), &cancel);
+        let outcome = find_definitions(&Corpus::walked(&gate), &input("f"), &cancel);
         assert!(matches!(outcome, Err(ToolError::Cancelled)));
     }
 }

@@ -21,7 +21,7 @@ pub struct FindInput {
     #[schemars(length(max = crate::glob::MAX_GLOB_CHARS))]
     pub pattern: String,
     /// Folder to search under, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// Maximum number of paths to return.
     #[serde(default = "default_max_results")]
@@ -32,9 +32,6 @@ pub struct FindInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }

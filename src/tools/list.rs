@@ -18,7 +18,7 @@ pub const MAX_RESULT_CHARS: usize = 400_000;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ListInput {
     /// Folder relative to the project root, `/`-separated; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "super::root_path")]
     pub path: String,
     /// How many levels to descend (1 = direct children only).
     #[serde(default = "default_depth")]
@@ -33,9 +33,6 @@ pub struct ListInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_depth() -> u32 {
     1
 }

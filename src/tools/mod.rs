@@ -20,6 +20,11 @@ pub const MAX_QUERY_CHARS: usize = 1024;
 /// Longest `check_name` accepted, in characters.
 pub const MAX_CHECK_NAME_CHARS: usize = 128;
 
+/// The default `path` of the tools that take a folder: the project root.
+pub(crate) fn root_path() -> String {
+    ".".to_string()
+}
+
 /// `success`; `error` only when a check did not run to its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -1,8 +1,8 @@
-//! Every call bounded (issue 11): input sizes refused before any work,
+//! Every call bounded: input sizes refused before any work,
 //! deep offsets that keep no skipped results, reads that stop at what they
 //! return, results within the size hint each tool declares (escapes
-//! counted), cancellation that stops the work, and ignored files on request
-//! (issue 9 item 6). All against the real binary over stdio.
+//! counted), cancellation that stops the work, and ignored files on
+//! request. All against the real binary over stdio.
 
 #[cfg(unix)]
 use std::sync::Arc;
@@ -456,7 +456,7 @@ async fn cancelled_searches_stop_working() {
     }
 }
 
-// Issue 9 item 6: ignored files on request.
+// Ignored files on request.
 
 #[tokio::test]
 async fn ignored_files_on_request_and_a_note_when_a_search_path_is_ignored() {

@@ -12,23 +12,20 @@
 use std::fs::{self, FileTimes};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::{Server, TempProject, matches, server_command, strings};
+use crate::common::{self, Server, StderrWatch, TempProject, matches, server_command, strings};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const ROUNDS: usize = 4;
 const LARGE_TREE_FILES: usize = 5_000;
 /// Rounds on the large tree after the first: every call there scans 5,000
 /// files until a model answers, so fewer of them.
 const LARGE_TREE_ROUNDS: usize = 2;
-/// How long a large-tree test waits for the model's "index ready" log line
-/// before it edits anyway (a server without a model never prints it).
+/// How long a large-tree test waits for the model's readiness before it
+/// edits anyway (a server without a model never logs it).
 const READY_WAIT: Duration = Duration::from_secs(15);
 
 /// Notifications as the operator has them (on, where the OS offers them).
@@ -73,16 +70,13 @@ async fn large_tree_rounds(env: &[(&str, &str)]) {
             format!("pub fn generated_{index}() -> usize {{ {index} }}\n"),
         );
     }
-    let (server, ready, _) = start_logged(&project.root, env).await;
+    let (server, stderr, _) = start_logged(&project.root, env).await;
     // A first search while the model may still be building...
     let out = search_files(&server, "generated_4999()").await;
     assert_eq!(out, vec!["gen/d49/f04999.rs"]);
     exercise(&server, &project, 0).await;
     // ...and the rest once it is ready (or the wait is over).
-    let waited = Instant::now();
-    while !ready.load(Ordering::SeqCst) && waited.elapsed() < READY_WAIT {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    stderr.wait(READY_WAIT).await;
     for round in 1..=LARGE_TREE_ROUNDS {
         exercise(&server, &project, round).await;
     }
@@ -130,11 +124,8 @@ async fn future_dated(env: &[(&str, &str)]) {
         file.set_times(FileTimes::new().set_modified(future))
             .expect("set mtime");
     }
-    let (server, ready, pid) = start_logged(&project.root, env).await;
-    let waited = Instant::now();
-    while !ready.load(Ordering::SeqCst) && waited.elapsed() < READY_WAIT {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (server, stderr, pid) = start_logged(&project.root, env).await;
+    stderr.wait(READY_WAIT).await;
     // Bytes the server has read (files, and its requests).
     let bytes_read = || {
         let io = fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/PID/io");
@@ -203,11 +194,8 @@ async fn deep_tree(env: &[(&str, &str)]) {
         .map(|level| format!("d{}/", level % 10))
         .collect();
     project.write(&format!("{deep}first.txt"), "deep_first_end\n");
-    let (server, ready, _) = start_logged(&project.root, env).await;
-    let waited = Instant::now();
-    while !ready.load(Ordering::SeqCst) && waited.elapsed() < READY_WAIT {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (server, stderr, _) = start_logged(&project.root, env).await;
+    stderr.wait(READY_WAIT).await;
     let none = Vec::<String>::new();
     let at = |name: &str| format!("{deep}{name}");
     assert_eq!(
@@ -606,7 +594,7 @@ async fn hard_links(server: &Server, project: &TempProject, round: usize) {
     let both = vec![first.clone(), second.clone()];
     // Until its stamp is old enough to trust, a new file is searched
     // whatever its index says: let both names be indexed first.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::let_stamps_settle().await;
     assert_eq!(search_files(server, &old).await, both);
     fs::write(project.root.join(&second), format!("{new}\n")).expect("write through a link");
     assert_eq!(search_files(server, &new).await, both);
@@ -667,10 +655,9 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
         .collect()
 }
 
-/// Starts the server with debug logging and reads its stderr, setting the
-/// flag when the tree model says it is ready ("index ready").
-/// Also gives the server's pid.
-async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicBool>, u32) {
+/// Starts the server with debug logging, watching its stderr for the tree
+/// model's readiness; also gives the server's pid.
+async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch, u32) {
     let mut command = server_command(Some(root), &["--log-level", "debug"]);
     for (key, value) in env {
         command.env(key, value);
@@ -680,21 +667,9 @@ async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicB
         .spawn()
         .expect("spawn server");
     let pid = transport.id().expect("server pid");
-    let ready = Arc::new(AtomicBool::new(false));
-    if let Some(stderr) = stderr {
-        let ready = Arc::clone(&ready);
-        // Reads to the end, so that the server never blocks on a full pipe.
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.contains("index ready") {
-                    ready.store(true, Ordering::SeqCst);
-                }
-            }
-        });
-    }
+    let watch = StderrWatch::spawn(stderr.expect("stderr piped"), common::INDEX_READY);
     let client = ().serve(transport).await.expect("initialize");
-    (Server { client }, ready, pid)
+    (Server { client }, watch, pid)
 }
 
 #[test]

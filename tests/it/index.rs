@@ -161,9 +161,9 @@ async fn same_answer(indexed: &Server, scanning: &Server, tool: &str, arguments:
 async fn indexed_answers_equal_scanned_answers() {
     let project = generated_tree(10_000);
     // Stamps younger than the file system's clock tick are not trusted and
-    // such files are always candidates; let most of the tree settle so the
-    // index really narrows.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // such files are always candidates; let the tree settle so the index
+    // really narrows.
+    common::let_stamps_settle().await;
     let (indexed, scanning) = two_servers(&project).await;
     let mut rng = Lcg(8);
     let literals: Vec<String> = (0..12)
@@ -298,7 +298,7 @@ fn exchange(a: &std::path::Path, b: &std::path::Path) {
 #[tokio::test]
 async fn unicode_case_folding_matches_with_the_index() {
     let project = generated_tree(200);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::let_stamps_settle().await;
     let (indexed, scanning) = two_servers(&project).await;
     for (query, file, text) in [
         ("kelvin scale", "unicode/kelvin.txt", "\u{212A}elvin scale"),
@@ -326,6 +326,9 @@ async fn unicode_case_folding_matches_with_the_index() {
     scanning.stop().await;
 }
 
+/// How long a test watches for a build that must not start.
+const NO_BUILD_WITHIN: Duration = Duration::from_millis(1500);
+
 /// The build waits for the session: not during the handshake (the
 /// `initialize` answer is as quick as without an index), but as soon as the
 /// client says `initialized`, or at the first call of a client that never
@@ -351,11 +354,12 @@ async fn the_build_starts_once_the_session_is_up() {
     };
 
     let (mut polite, polite_log) = started("polite.log").await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let log = std::fs::read_to_string(&polite_log).unwrap_or_default();
+    // That something does not happen can only be seen over a while: long
+    // enough for a build of 50 files to finish, had it started.
     assert!(
-        !log.contains("index ready"),
-        "built before `initialized`:\n{log}"
+        !common::log_holds(&polite_log, common::INDEX_READY, NO_BUILD_WITHIN).await,
+        "built before `initialized`:\n{}",
+        std::fs::read_to_string(&polite_log).unwrap_or_default()
     );
     polite
         .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))

@@ -1,28 +1,25 @@
 //! The integration tests, as one binary: each module starts the real server
 //! and talks to it over stdio. One binary links once, which matters on
-//! small machines (see uv's `tests/it`).
+//! small machines (see uv's `tests/it`). Modules are named by the behaviour
+//! they test: a tool (search, read, list_find, docs, symbols, checks), a
+//! property every call has (gate, bounds, freshness, index, trees, process,
+//! protocol, schemas, roots), or how the server is shipped (packaging).
 
 mod bounds;
 mod checks;
 mod common;
-mod container;
 mod demo_requests;
-mod evidence;
+mod docs;
 mod freshness;
-mod host_configs;
-mod hostile;
-mod hostile_gate;
-mod hostile_process;
-mod hosts_cli;
+mod gate;
 mod index;
-mod mcpb_bundle;
+mod list_find;
+mod packaging;
+mod process;
 mod protocol;
-mod release_config;
+mod read;
 mod roots;
 mod schemas;
-mod security;
-mod tools_docs;
-mod tools_list_find;
-mod tools_read;
-mod tools_search;
-mod tools_symbols;
+mod search;
+mod symbols;
+mod trees;

@@ -5,7 +5,7 @@
 #   tests/support/podman.sh run -i --rm --network none --read-only \
 #       --user 65532 -v "$PWD/demo_project:/project:ro" mcp-project-helper:test
 #
-# podman settings (see docs/install.md, "Building the image"):
+# podman settings (see docs/install.md, "Building the image with podman"):
 # - CONTAINERS_CONF with `default_ulimits = []` (raising ulimits is refused),
 # - `--storage-driver vfs` (no overlay mounts),
 # - for `run`: `--runtime runc --cgroup-manager=cgroupfs` (no systemd).

@@ -62,7 +62,7 @@ pub struct SearchInput {
     #[schemars(length(max = MAX_QUERY_CHARS))]
     pub query: String,
     /// Folder (or single file) to search, relative to the project root; `.` (the default) is the root.
-    #[serde(default = "default_path")]
+    #[serde(default = "crate::tools::root_path")]
     pub path: String,
     /// Maximum number of results (matches, files or counts) to return.
     #[serde(default = "default_max_results")]
@@ -94,9 +94,6 @@ pub struct SearchInput {
     pub include_ignored: bool,
 }
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_max_results() -> usize {
     DEFAULT_MAX_RESULTS
 }

@@ -314,20 +314,92 @@ impl RawServer {
     }
 }
 
+/// The line the server logs at debug level once its tree model is built:
+/// the one readiness signal the tests wait on (see [`log_holds`] and
+/// [`StderrWatch`]).
+pub const INDEX_READY: &str = "index ready";
+
+/// How long a test waits for the index of a small tree: seconds in a debug
+/// build, more on a machine busy with other tests.
+pub const INDEX_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Waits until the file `log`, which a server writes its log to, holds
+/// `line`, for at most `deadline`; true when it did. A file gives no
+/// signal, so it is looked at every 50 ms.
+pub async fn log_holds(log: &Path, line: &str, deadline: Duration) -> bool {
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        if std::fs::read_to_string(log).is_ok_and(|text| text.contains(line)) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until the server logging to `log` (at debug level) has built its
 /// index, so that the build's own work is over.
 pub async fn wait_for_index(log: &Path) {
-    for _ in 0..1200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains("index ready") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    if !log_holds(log, INDEX_READY, INDEX_DEADLINE).await {
+        panic!(
+            "the index was not ready within {} s; log:\n{}",
+            INDEX_DEADLINE.as_secs(),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
     }
-    panic!(
-        "the index was not ready within 120 s; log:\n{}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
+}
+
+/// A server's stderr, read to the end on a task of its own (so that the
+/// server never blocks on a full pipe), signalling the first line that
+/// holds what the watch was made for.
+pub struct StderrWatch {
+    seen: std::sync::Arc<(std::sync::atomic::AtomicBool, tokio::sync::Notify)>,
+}
+
+impl StderrWatch {
+    pub fn spawn(stderr: tokio::process::ChildStderr, line: &'static str) -> Self {
+        use std::sync::atomic::Ordering;
+        let seen = std::sync::Arc::new((
+            std::sync::atomic::AtomicBool::new(false),
+            tokio::sync::Notify::new(),
+        ));
+        let signal = std::sync::Arc::clone(&seen);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(text)) = lines.next_line().await {
+                if text.contains(line) && !signal.0.swap(true, Ordering::SeqCst) {
+                    signal.1.notify_waiters();
+                }
+            }
+        });
+        Self { seen }
+    }
+
+    /// Waits for the line, at most `deadline`; true when it came.
+    pub async fn wait(&self, deadline: Duration) -> bool {
+        use std::sync::atomic::Ordering;
+        let (flag, notify) = &*self.seen;
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        // Registered before the flag is read, so a line in between is not
+        // missed.
+        notified.as_mut().enable();
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::timeout(deadline, notified).await.is_ok() || flag.load(Ordering::SeqCst)
+    }
+}
+
+/// Waits out the file system's clock tick: the server distrusts a stamp
+/// younger than the tick (0.1 s) and treats such a file as a candidate
+/// whatever its contents, so a test that wants the index to narrow lets
+/// the files it just wrote age first. A wait on the clock, not on the
+/// server: there is nothing of the server's to observe.
+pub async fn let_stamps_settle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
 /// Copies the folder `from` to `to`, leaving out Python caches (a copy of

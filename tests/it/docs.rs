@@ -195,7 +195,7 @@ async fn headings_inside_code_fences_do_not_split_sections() {
 async fn the_docs_flag_moves_the_docs_root() {
     let project = sample_project();
     // Inside the root: documents also get their project path (outside it,
-    // tests/hostile_gate.rs).
+    // tests/it/gate.rs).
     let elsewhere = project.root.join("handbook");
     common::write_file(
         &elsewhere.join("ops.md"),

@@ -1,5 +1,5 @@
 //! Hostile input to the process, the transport, the configuration and the
-//! logs (issue 11): checks that detach from their tree or write to the
+//! logs: checks that detach from their tree or write to the
 //! server's stdout through /proc, malformed JSON-RPC, operator files that
 //! are FIFOs, stdout itself or huge, deny globs that can never match, and
 //! inputs that would make huge log lines. Every test drives the real binary.

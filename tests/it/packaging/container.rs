@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-/// Images larger than this fail the build (issue: "Image under 8 MB").
+/// Images larger than this fail the build: the published bound on the image.
 const MAX_IMAGE_BYTES: u64 = 8_000_000;
 
 fn support(script: &str) -> PathBuf {
@@ -308,4 +308,61 @@ async fn stdin_eof_ends_the_container() {
         .expect("list containers");
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "");
+}
+
+/// The entry `config <host> --docker` prints, run as the host would run it
+/// (the engine through podman.sh, the test image for the published one),
+/// on a project whose folder name holds `:`, spaces and non-ASCII.
+#[tokio::test]
+async fn the_printed_docker_entry_serves_a_folder_named_with_colon_space_and_non_ascii() {
+    let Some(image) = image() else { return };
+    let parent = tempfile::tempdir().expect("tempdir");
+    let project = parent.path().join("shop: Zoë's ünïcode copy");
+    common::copy_dir(&demo_root(), &project);
+    // The container's user (65532) must be able to read the copy.
+    let status = StdCommand::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(parent.path())
+        .status()
+        .expect("chmod");
+    assert!(status.success());
+    let root = project.to_str().expect("UTF-8");
+    let output = common::cli_command(&["config", "claude-code", "--scope", "user", "--docker"])
+        .args(["--root", root])
+        .output()
+        .expect("run config");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    let (_, document) = text.split_once("\n\n").expect("a document block");
+    let entry: Value = serde_json::from_str(document).expect("JSON");
+    let entry = &entry["mcpServers"]["project-helper"];
+    assert_eq!(entry["command"], "docker");
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|arg| arg.as_str().expect("string").to_string())
+        .map(|arg| {
+            if arg == mcp_project_helper::hosts::IMAGE {
+                image.to_string()
+            } else {
+                arg
+            }
+        })
+        .collect();
+    assert!(args.contains(&format!("type=bind,source={root},target=/project,readonly")));
+    let mut command = Command::new(support("podman.sh"));
+    command.args(&args);
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the container");
+    let client = ().serve(transport).await.expect("initialize through the container");
+    let server = Server { client };
+    let read = server
+        .ok("read_project_file", json!({"path": "demo_app/models.py"}))
+        .await;
+    let on_disk = std::fs::read_to_string(project.join("demo_app/models.py")).expect("read");
+    assert_eq!(read["content"], on_disk.as_str());
+    server.stop().await;
 }

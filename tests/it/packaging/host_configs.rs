@@ -3,7 +3,7 @@
 //! host expands them, exactly the command it names is started (with the
 //! built binary's folder first on PATH, as an install puts it on PATH), and a
 //! tool call completes through rmcp's client. `config <host>` output is
-//! checked the same way. (tests/hosts_cli.rs drives the real host CLIs.)
+//! checked the same way. (hosts_cli.rs beside it drives the real host CLIs.)
 //!
 //! Each test runs in a scratch copy of the project so the log lands in the
 //! copy's `target/mcp-project-helper.log`, not in the repository.
@@ -437,4 +437,117 @@ fn config_prints_plain_drive_paths_for_verbatim_roots() {
     let command = server["command"].as_str().expect("command");
     assert!(!command.starts_with(r"\\?\"), "{command}");
     assert!(command.ends_with(".exe"), "{command}");
+}
+
+/// docs/integrations.md's table of hosts says what `config` does: a host
+/// whose project scope is "none" is refused `--scope project`, every other
+/// one gets it, and "fixed `--root`" in the user-scope column means the
+/// user entry names the root.
+#[test]
+fn the_hosts_table_in_the_docs_agrees_with_the_cli() {
+    let docs = std::fs::read_to_string(repo_dir().join("docs/integrations.md")).expect("read");
+    let hosts = [
+        ("Claude Code", "claude-code"),
+        ("Claude Desktop", "claude-desktop"),
+        ("Cursor", "cursor"),
+        ("VS Code", "vscode"),
+        ("Codex CLI", "codex"),
+        ("Gemini CLI", "gemini"),
+        ("Windsurf", "windsurf"),
+        ("Zed", "zed"),
+        ("Cline", "cline"),
+        ("JetBrains AI Assistant", "jetbrains"),
+    ];
+    let root = dunce::canonicalize(demo_root()).expect("canonical root");
+    for (title, host) in hosts {
+        let row = docs
+            .lines()
+            .find(|line| line.starts_with(&format!("| {title} |")))
+            .unwrap_or_else(|| panic!("no table row for {title}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (project, user_root) = (cells[2], cells[4]);
+        let output = cli_command(&["config", host, "--scope", "project"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        assert_eq!(
+            output.status.success(),
+            !project.starts_with("none"),
+            "{title}: the docs say project scope is {project:?}; {output:?}"
+        );
+        let output = cli_command(&["config", host, "--scope", "user"])
+            .current_dir(&root)
+            .output()
+            .expect("run config");
+        let text = String::from_utf8(output.stdout).expect("UTF-8");
+        let (_, document) = text.split_once("\n\n").expect("a document block");
+        assert_eq!(
+            document.contains("--root"),
+            user_root.starts_with("fixed `--root`"),
+            "{title}: the docs say the user root is {user_root:?}:\n{text}"
+        );
+    }
+}
+
+/// Where a script sends the reader in docs/install.md, that section exists.
+#[test]
+fn the_install_sections_scripts_point_at_exist() {
+    let install = std::fs::read_to_string(repo_dir().join("docs/install.md")).expect("read");
+    let script = "tests/support/podman.sh";
+    let text = std::fs::read_to_string(repo_dir().join(script)).expect("read script");
+    let section = text
+        .split("docs/install.md, \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("{script} names no docs/install.md section"));
+    assert!(
+        install
+            .lines()
+            .any(|line| line.starts_with('#') && line.trim_start_matches('#').trim() == section),
+        "docs/install.md has no section {section:?} ({script} points at it)"
+    );
+}
+
+/// README.md's "The two commands": exactly two, the second is what `.ci/run`
+/// runs, and the first one's server (what `cargo run --release --` starts)
+/// answers from the repository top on the documented arguments.
+#[tokio::test]
+async fn the_readmes_two_commands_are_what_ci_runs_and_the_server_answers() {
+    let readme = std::fs::read_to_string(repo_dir().join("README.md")).expect("read");
+    let section = readme
+        .split("## The two commands")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section named The two commands");
+    let commands: Vec<&str> = section
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        commands,
+        ["cargo run --release -- --root demo_project", "cargo test"]
+    );
+    let ci = std::fs::read_to_string(repo_dir().join(".ci/run")).expect("read .ci/run");
+    let test_runs: Vec<&str> = ci
+        .lines()
+        .filter(|line| line.trim_start().starts_with("cargo test"))
+        .collect();
+    assert_eq!(test_runs, ["cargo test"]);
+    let server_args: Vec<String> = commands[0]
+        .split_once(" -- ")
+        .expect("cargo run -- ARGS")
+        .1
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    start_and_call(
+        &binary().to_string_lossy(),
+        &server_args,
+        &repo_dir(),
+        &[],
+        None,
+    )
+    .await;
 }
