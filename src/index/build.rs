@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::base::{BaseIndex, BasePostings};
 use super::cache::RootCache;
@@ -132,7 +132,7 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         }
     }
     live.base = indexed.base;
-    live.indexer.without_filters = indexed.without_filters;
+    live.without_filters = indexed.without_filters;
     if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
@@ -204,7 +204,8 @@ fn serve_from_cache(
             return None;
         }
         pacer.yield_to_calls(shared);
-        let (stamp, settled, content) = indexer.read(&shared.gate, &root.join(relative));
+        let (stamp, settled, content) =
+            indexer.read_after(&shared.gate, &root.join(relative), None, |_| None);
         if let Some(stamp) = stamp.filter(|_| settled) {
             batch.push((relative, stamp, content));
         }
@@ -245,6 +246,94 @@ fn serve_from_cache(
     Some(())
 }
 
+/// Files the background indexing reads between two looks at the model.
+const UNREAD_BATCH: usize = 64;
+
+/// After the build: reads the files calls found changed, off the calls'
+/// path, and gives the model their grams, until the model is dropped or
+/// switched off. Until then such a file is a candidate the searcher
+/// verifies, as the scan would. The model's lock is held only to take a
+/// batch and to hand back what was read; reading yields to calls.
+pub(super) fn keep_indexing(shared: &Shared) {
+    let root = shared.gate.root();
+    let mut pacer = Pacer::default();
+    let mut indexer = Indexer::default();
+    loop {
+        let Some(batch) = next_unread(shared, &mut indexer) else {
+            return;
+        };
+        let mut read = Vec::with_capacity(batch.len());
+        for (relative, stamp, first_seen) in batch {
+            if shared.cancelled.load(Ordering::Relaxed) {
+                return;
+            }
+            pacer.yield_to_calls(shared);
+            let path = root.join(&relative);
+            let (now, trusted, content) =
+                indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), |_| None);
+            // Changed since the list saw it: a call will see the change and
+            // queue it again; meanwhile it is always a candidate.
+            let content = if now == Some(stamp) && trusted {
+                content
+            } else {
+                Content::Always
+            };
+            read.push((relative, stamp, content));
+        }
+        let Ok(mut state) = shared.state.lock() else {
+            return;
+        };
+        let State::Ready(live) = &mut *state else {
+            return;
+        };
+        for (relative, stamp, content) in read {
+            live.tree.adopt(&relative, stamp, content);
+        }
+        if !live.fits(shared.limit_bytes) {
+            tracing::info!(
+                "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
+                live.bytes() / (1024 * 1024)
+            );
+            *state = State::Off;
+            drop(state);
+            return_freed_memory();
+            return;
+        }
+        let idle = !live.tree.has_unread();
+        drop(state);
+        if idle {
+            // What replaced files' grams held is free now: give it back,
+            // so that churn does not leave the process larger.
+            return_freed_memory();
+        }
+    }
+}
+
+/// Waits until files wait for the background indexing and takes a batch;
+/// `None` once the model is dropped or switched off.
+fn next_unread(shared: &Shared, indexer: &mut Indexer) -> Option<Vec<(String, Stamp, SystemTime)>> {
+    let mut state = shared.state.lock().ok()?;
+    loop {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let State::Ready(live) = &mut *state else {
+            return None;
+        };
+        if live.tree.has_unread() {
+            indexer.without_filters = live.without_filters;
+            return Some(live.tree.unread(UNREAD_BATCH));
+        }
+        // Woken by a call that left files unread, or by the model's drop;
+        // the timeout only guards against a missed wake-up.
+        state = shared
+            .unread
+            .wait_timeout(state, Duration::from_secs(5))
+            .ok()?
+            .0;
+    }
+}
+
 /// Walks the root into a file list (contents not read yet), with the change
 /// watcher started first so that nothing changed meanwhile is missed.
 /// Returns the model without an index and the files to index, in order.
@@ -272,7 +361,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
                 return ControlFlow::Break(());
             }
             pacer.yield_to_calls(shared);
-            let node = tree.make_node(found.kind, &found.relative, &found.path, None);
+            let node = tree.make_node(found.kind, &found.relative, &found.path);
             if node.kind == EntryKind::File && !node.lossy {
                 let size = node.size().unwrap_or(0);
                 // A file with several names is read under the first only.
@@ -310,7 +399,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         sweep_owed: false,
         base: BaseIndex::default(),
         watcher,
-        indexer: Indexer::default(),
+        without_filters: false,
     };
     Some((live, listed))
 }

@@ -38,27 +38,50 @@ impl Indexer {
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
     /// trusted, and what the index knows of its contents: its grams
-    /// ([`Content::Fresh`]) when the file is indexable.
-    pub(super) fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Content) {
-        self.read_unless_known(gate, path, |_| None)
-    }
-
-    /// [`Indexer::read`], except that a file `known_content` knows by its
-    /// trusted stamp (another name of a file read before) is not read
-    /// again: `known_content`'s answer is its content.
+    /// ([`Content::Fresh`]) when the file is indexable. A file
+    /// `known_content` knows by its trusted stamp (another name of a file
+    /// read before) is not read again: `known_content`'s answer is its
+    /// content.
     pub(super) fn read_unless_known(
         &mut self,
         gate: &PathGate,
         path: &Path,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Content) {
+        self.read_after(gate, path, None, known_content)
+    }
+
+    /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
+    /// first seen at the time it gives: the same stamp seen again a tick's
+    /// doubt later is trusted, and the contents read now with it.
+    pub(super) fn read_after(
+        &mut self,
+        gate: &PathGate,
+        path: &Path,
+        earlier: Option<(Stamp, SystemTime)>,
+        known_content: impl FnOnce(&Stamp) -> Option<Content>,
+    ) -> (Option<Stamp>, bool, Content) {
         let seen_at = SystemTime::now();
+        let trusted = |stamp: &Stamp| {
+            let first_seen = earlier
+                .filter(|(known, _)| known == stamp)
+                .map_or(seen_at, |(_, first_seen)| first_seen);
+            stamp.is_trusted(first_seen, seen_at)
+        };
         // Through the gate's root handle, as the searcher opens files.
         let Ok((mut file, metadata)) = gate.open_file_with_metadata(path) else {
-            return (None, false, Content::Always);
+            // Unreadable (or gone): its contents are the searcher's to
+            // find out, its stamp and size what `stat` gives, as the
+            // walker reports them.
+            let stamp = Stamp::lstat(path)
+                .ok()
+                .filter(|(metadata, _)| metadata.is_file())
+                .map(|(_, stamp)| stamp);
+            let settled = stamp.as_ref().is_some_and(trusted);
+            return (stamp, settled, Content::Always);
         };
         let stamp = Stamp::of_open(&file, &metadata);
-        let settled = !stamp.is_racy(seen_at);
+        let settled = trusted(&stamp);
         let answer = |content| (Some(stamp), settled, content);
         if !metadata.is_file() || !settled {
             return answer(Content::Always);
@@ -118,7 +141,8 @@ mod tests {
         files
             .iter()
             .map(|(name, _)| {
-                let (stamp, settled, content) = indexer.read(&gate, &root.join(name));
+                let (stamp, settled, content) =
+                    indexer.read_unless_known(&gate, &root.join(name), |_| None);
                 assert!(stamp.is_some() && settled, "{name}");
                 (name.to_string(), content)
             })
@@ -151,6 +175,7 @@ mod tests {
                     Content::Skipped => "skipped",
                     Content::Always => "always",
                     Content::Base(_) => "base",
+                    Content::Unread => "unread",
                 };
                 (name.as_str(), kind)
             })

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use super::base::BaseIndex;
 use super::build::log_filters_left_out;
-use super::indexer::Indexer;
 use super::plan::Query;
 use super::postings::{PostingCache, PostingLists, evaluate};
 use super::tree::{self, Content, PathKey, Tree, depth};
@@ -19,7 +18,9 @@ pub(super) struct Live {
     pub(super) sweep_owed: bool,
     pub(super) base: BaseIndex,
     pub(super) watcher: ChangeWatcher,
-    pub(super) indexer: Indexer,
+    /// Files are indexed without long-gram filters: they were dropped to
+    /// stay within the memory limit.
+    pub(super) without_filters: bool,
 }
 
 impl Live {
@@ -94,7 +95,7 @@ impl Live {
     pub(super) fn fits(&mut self, limit_bytes: usize) -> bool {
         if self.bytes() > limit_bytes && self.base.drop_filters() {
             log_filters_left_out(limit_bytes);
-            self.indexer.without_filters = true;
+            self.without_filters = true;
         }
         self.bytes() <= limit_bytes
     }

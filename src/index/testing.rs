@@ -172,3 +172,15 @@ pub(super) fn candidate_names(
         .map(|e| e.relative)
         .collect()
 }
+
+/// Polls `condition` (a call on the model, which applies changes and
+/// wakes the background indexing) until it holds; panics after 10 s.
+pub(super) fn until(mut condition: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if condition() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the condition did not hold within 10 s");
+}

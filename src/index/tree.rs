@@ -12,7 +12,6 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::indexer::Indexer;
 use super::ngram::FileGrams;
 use super::watch::Changes;
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
@@ -54,10 +53,13 @@ pub enum Content {
     /// with a stamp that shows any change: the searcher would skip it, so
     /// it is never a candidate.
     Skipped,
-    /// Not indexed (unreadable, marked by a byte-order mark and not UTF-8
-    /// throughout, or changed too recently to trust its stamp): always a
-    /// candidate.
+    /// Not indexable (unreadable, or marked by a byte-order mark and not
+    /// UTF-8 throughout): always a candidate.
     Always,
+    /// Not read since it was last seen changed: a candidate the searcher
+    /// verifies, as the scan would, until the background indexing reads
+    /// it. A call never reads a file for the index.
+    Unread,
 }
 
 /// An ignore file as last read, to tell a real edit from a touch.
@@ -74,6 +76,9 @@ pub struct Node {
     pub content: Content,
     /// False while the stamp cannot be trusted to show the next change.
     settled: bool,
+    /// When this stamp was first seen: a stamp seen again unchanged a
+    /// tick's doubt later is trusted (see [`Stamp::is_trusted`]).
+    first_seen: SystemTime,
     /// For folders: their `.gitignore` and `.ignore`.
     ignores: Option<Box<[IgnoreFile; 2]>>,
     /// The name is not UTF-8, so the root-relative text does not lead back
@@ -84,6 +89,15 @@ pub struct Node {
 impl Node {
     pub fn size(&self) -> Option<u64> {
         (self.kind == EntryKind::File).then(|| self.stamp.map_or(0, |s| s.size()))
+    }
+
+    /// What a folder node knew of its stamps, and since when.
+    fn dir_seen(&self) -> DirSeen {
+        let ignores = self
+            .ignores
+            .as_deref()
+            .map_or([None, None], |known| [known[0].stamp, known[1].stamp]);
+        (self.stamp, ignores, self.first_seen)
     }
 }
 
@@ -105,17 +119,30 @@ fn kind_of(metadata: &Metadata) -> EntryKind {
     EntryKind::of(metadata.file_type())
 }
 
-/// A folder's stamp, its ignore files, and whether all those stamps can be
-/// trusted to show the next change.
-fn dir_state(gate: &PathGate, dir: &Path) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool) {
+/// What was known of a folder: its stamp, its ignore files' stamps, and
+/// when those were first seen.
+type DirSeen = (Option<Stamp>, [Option<Stamp>; 2], SystemTime);
+
+/// A folder's stamp, its ignore files, whether all those stamps can be
+/// trusted to show the next change, and when they were first seen (at
+/// `earlier`'s time when they are the same as then).
+fn dir_state(
+    gate: &PathGate,
+    dir: &Path,
+    earlier: Option<DirSeen>,
+) -> (Option<Stamp>, Box<[IgnoreFile; 2]>, bool, SystemTime) {
     let seen_at = SystemTime::now();
     let stamp = stamp_at(dir);
     let ignores = read_ignores(gate, dir);
-    let settled = stamp.is_some_and(|s| !s.is_racy(seen_at))
-        && ignores
+    let stamps = [ignores[0].stamp, ignores[1].stamp];
+    let first_seen = earlier
+        .filter(|(known, known_ignores, _)| *known == stamp && *known_ignores == stamps)
+        .map_or(seen_at, |(_, _, first_seen)| first_seen);
+    let settled = stamp.is_some_and(|s| s.is_trusted(first_seen, seen_at))
+        && stamps
             .iter()
-            .all(|i| i.stamp.is_none_or(|s| !s.is_racy(seen_at)));
-    (stamp, ignores, settled)
+            .all(|s| s.is_none_or(|s| s.is_trusted(first_seen, seen_at)));
+    (stamp, ignores, settled, first_seen)
 }
 
 fn ignore_stamps(dir: &Path) -> [Option<Stamp>; 2] {
@@ -150,6 +177,7 @@ pub struct Tree {
     root_stamp: Option<Stamp>,
     root_ignores: Box<[IgnoreFile; 2]>,
     root_settled: bool,
+    root_first_seen: SystemTime,
     ledger: Ledger,
 }
 
@@ -166,6 +194,9 @@ struct Ledger {
     lossy: usize,
     /// The names of each file with several names (hard links), by identity.
     linked: HashMap<(u64, u64), Vec<String>>,
+    /// Files the background indexing is to read: unread, with stamps
+    /// that can be trusted.
+    unread: BTreeSet<PathKey>,
     /// Files that held their base id (from the build) and hold it no
     /// longer: changed, gone, or re-read by a call during the build. The
     /// base names of all other files still stand for their file.
@@ -200,7 +231,14 @@ impl Ledger {
             }
             + identity.map_or(0, |_| relative.len() + LINKED_NAME_BYTES);
         let loose = node.kind == EntryKind::File
-            && matches!(node.content, Content::Fresh(_) | Content::Always);
+            && matches!(
+                node.content,
+                Content::Fresh(_) | Content::Always | Content::Unread
+            );
+        let unread = node.kind == EntryKind::File
+            && node.settled
+            && !node.lossy
+            && matches!(node.content, Content::Unread);
         if let Some(identity) = identity {
             let names = self.linked.entry(identity).or_default();
             if added {
@@ -226,6 +264,9 @@ impl Ledger {
             if loose {
                 self.loose.insert(PathKey(relative.to_string()));
             }
+            if unread {
+                self.unread.insert(PathKey(relative.to_string()));
+            }
         } else {
             self.bytes -= bytes;
             self.lossy -= usize::from(node.lossy);
@@ -235,6 +276,9 @@ impl Ledger {
             if loose {
                 self.loose.remove(&PathKey(relative.to_string()));
             }
+            if unread {
+                self.unread.remove(&PathKey(relative.to_string()));
+            }
         }
     }
 }
@@ -242,7 +286,7 @@ impl Ledger {
 impl Tree {
     pub fn new(gate: &PathGate) -> Self {
         let root = gate.root();
-        let (root_stamp, root_ignores, root_settled) = dir_state(gate, root);
+        let (root_stamp, root_ignores, root_settled, root_first_seen) = dir_state(gate, root, None);
         Self {
             gate: gate.clone(),
             root: root.to_path_buf(),
@@ -250,6 +294,7 @@ impl Tree {
             root_stamp,
             root_ignores,
             root_settled,
+            root_first_seen,
             ledger: Ledger::default(),
         }
     }
@@ -296,22 +341,30 @@ impl Tree {
         self.root.join(relative)
     }
 
-    /// A node for the walked entry at `real`; files are read and indexed
-    /// when an indexer is given, else only looked at (their contents
-    /// unknown, [`Content::Always`], until [`Tree::adopt`]).
-    pub fn make_node(
+    /// A node for the walked entry at `real`, only looked at: a file's
+    /// contents are [`Content::Unread`] until [`Tree::adopt`].
+    pub fn make_node(&self, kind: EntryKind, relative: &str, real: &Path) -> Node {
+        self.make_node_after(kind, relative, real, None)
+    }
+
+    /// [`Tree::make_node`] for an entry the tree knew as `earlier`: a stamp
+    /// it had then too keeps the time it was first seen.
+    fn make_node_after(
         &self,
         kind: EntryKind,
         relative: &str,
         real: &Path,
-        indexer: Option<&mut Indexer>,
+        earlier: Option<&Node>,
     ) -> Node {
         let path = self.path_of(relative);
+        let seen_at = SystemTime::now();
+        let earlier = earlier.filter(|node| node.kind == kind);
         let mut node = Node {
             kind,
             stamp: None,
             content: Content::Always,
             settled: false,
+            first_seen: seen_at,
             ignores: None,
             lossy: !path.components().eq(real.components()),
         };
@@ -319,25 +372,27 @@ impl Tree {
             node.settled = true;
             return node;
         }
-        match (kind, indexer) {
-            (EntryKind::File, Some(indexer)) => {
-                let (stamp, settled, content) = indexer.read(&self.gate, &path);
-                node.stamp = stamp;
-                node.settled = settled;
-                node.content = content;
-            }
-            (EntryKind::File, None) => {
-                let seen_at = SystemTime::now();
+        match kind {
+            EntryKind::File => {
                 node.stamp = stamp_at(&path);
-                node.settled = node.stamp.is_some_and(|s| !s.is_racy(seen_at));
+                let first_seen = earlier
+                    .filter(|earlier| earlier.stamp == node.stamp)
+                    .map_or(seen_at, |earlier| earlier.first_seen);
+                node.settled = node
+                    .stamp
+                    .is_some_and(|s| s.is_trusted(first_seen, seen_at));
+                node.first_seen = first_seen;
+                node.content = Content::Unread;
             }
-            (EntryKind::Dir, _) => {
-                let (stamp, ignores, settled) = dir_state(&self.gate, &path);
+            EntryKind::Dir => {
+                let known = earlier.map(Node::dir_seen);
+                let (stamp, ignores, settled, first_seen) = dir_state(&self.gate, &path, known);
                 node.stamp = stamp;
                 node.ignores = Some(ignores);
                 node.settled = settled;
+                node.first_seen = first_seen;
             }
-            (EntryKind::Symlink | EntryKind::Other, _) => {
+            EntryKind::Symlink | EntryKind::Other => {
                 node.stamp = stamp_at(&path);
                 node.settled = true;
             }
@@ -347,14 +402,14 @@ impl Tree {
 
     /// Takes what the background indexing learned of the file `relative`
     /// when it read the version the file list holds: same stamp, trusted,
-    /// and not re-read by a call since (true). Otherwise the file stays as
-    /// the calls left it (false).
+    /// and not seen changed by a call since (true). Otherwise the file
+    /// stays as the calls left it (false).
     pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) -> bool {
         let unchanged = self.get(relative).is_some_and(|(_, node)| {
             node.kind == EntryKind::File
                 && node.settled
                 && node.stamp == Some(stamp)
-                && matches!(node.content, Content::Always)
+                && matches!(node.content, Content::Unread)
         });
         if unchanged && let Some(mut node) = self.remove(relative) {
             node.content = content;
@@ -362,6 +417,26 @@ impl Tree {
             return true;
         }
         false
+    }
+
+    /// Up to `max` files for the background indexing to read, in path
+    /// order, with the stamps the file list holds and when they were
+    /// first seen.
+    pub fn unread(&self, max: usize) -> Vec<(String, Stamp, SystemTime)> {
+        self.ledger
+            .unread
+            .iter()
+            .filter_map(|key| {
+                let node = self.nodes.get(key)?;
+                Some((key.0.clone(), node.stamp?, node.first_seen))
+            })
+            .take(max)
+            .collect()
+    }
+
+    /// Whether files wait for the background indexing.
+    pub fn has_unread(&self) -> bool {
+        !self.ledger.unread.is_empty()
     }
 
     /// Marks the file `relative` as no longer holding the base id the build
@@ -444,18 +519,14 @@ impl Tree {
     /// Brings the tree up to the disk. Returns how many entries changed, or
     /// `None` when the tree kept changing under the refresh and the caller
     /// should not trust the model for this call.
-    pub fn refresh(
-        &mut self,
-        changes: Changes,
-        gate: &PathGate,
-        indexer: &mut Indexer,
-    ) -> Option<usize> {
+    pub fn refresh(&mut self, changes: Changes, gate: &PathGate) -> Option<usize> {
         let mut work = Work::default();
         match changes {
             Changes::Paths(paths) => {
                 for path in paths {
                     self.classify(&path, &mut work);
                 }
+                self.check_linked(&mut work);
                 if work.names_unknown {
                     self.sweep(&mut work);
                 }
@@ -473,7 +544,7 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        work.apply(self, gate, indexer)
+        work.apply(self, gate)
     }
 
     /// Sorts one reported path into the work to do.
@@ -542,6 +613,26 @@ impl Tree {
         }
     }
 
+    /// Files with several names: a write through a name the watcher does
+    /// not see (in a skipped folder, outside the root, or removed or moved
+    /// out before this call) changes what their names in the tree hold,
+    /// unreported. Their stamps are compared at every refresh; a changed
+    /// ignore file lists its folder again.
+    fn check_linked(&self, work: &mut Work) {
+        for name in self.ledger.linked.values().flatten() {
+            let Some((_, node)) = self.get(name) else {
+                continue;
+            };
+            if stamp_at(&self.path_of(name)) == node.stamp {
+                continue;
+            }
+            if IGNORE_FILES.contains(&name.rsplit('/').next().unwrap_or_default()) {
+                work.relist.push(parent_of(name).to_string());
+            }
+            work.files.push(name.clone());
+        }
+    }
+
     /// Compares every entry with the disk.
     fn sweep(&self, work: &mut Work) {
         let ignores_changed = |dir: &Path, known: &[IgnoreFile; 2]| {
@@ -602,28 +693,28 @@ impl Tree {
         removed
     }
 
-    /// The folder as the gate sees it, when it is still a plain folder at
-    /// its own path (not replaced by a symlink).
+    /// The folder as a walk starts from it, when it is still a plain folder
+    /// at its own path (not replaced by a symlink) and not deny-listed.
+    /// Not through [`PathGate::resolve`]: its bounds (at most 256 names)
+    /// are for client input, and the tree holds whatever the walker
+    /// reaches from the root, as deep as the file system lets a path go.
     fn resolve_dir(&self, gate: &PathGate, dir: &str) -> Option<ResolvedPath> {
-        let resolved = gate.resolve(dir).ok()?;
         let expected = if dir == "." {
             self.root.clone()
         } else {
             self.path_of(dir)
         };
-        (resolved.real == expected && lstat(&expected).is_some_and(|m| m.is_dir()))
-            .then_some(resolved)
+        let real = dunce::canonicalize(&expected).ok()?;
+        (real == expected && !gate.is_denied(dir) && lstat(&expected).is_some_and(|m| m.is_dir()))
+            .then(|| ResolvedPath {
+                relative: dir.to_string(),
+                real,
+            })
     }
 
     /// Walks `dir` again from scratch, keeping what is known of entries
     /// whose stamps did not change. Returns the entries changed.
-    fn rewalk(
-        &mut self,
-        gate: &PathGate,
-        dir: &str,
-        indexer: &mut Indexer,
-        work: &mut Work,
-    ) -> usize {
+    fn rewalk(&mut self, gate: &PathGate, dir: &str, work: &mut Work) -> usize {
         let mut old = self.remove_subtree(dir);
         let Some(start) = self.resolve_dir(gate, dir) else {
             // Gone or replaced: its parent lists what stands there now.
@@ -637,30 +728,23 @@ impl Tree {
         let entries = walk::walk(gate, &start, None, &WalkOptions::default()).unwrap_or_default();
         let mut changed = old.len().abs_diff(entries.len());
         for entry in entries {
-            let node =
-                self.reuse_or_make(old.remove(&entry.relative), &entry, indexer, &mut changed);
+            let node = self.reuse_or_make(old.remove(&entry.relative), &entry, &mut changed);
             self.insert(entry.relative, node);
         }
         self.restamp_dir(dir);
         changed
     }
 
-    fn reuse_or_make(
-        &self,
-        old: Option<Node>,
-        entry: &Entry,
-        indexer: &mut Indexer,
-        changed: &mut usize,
-    ) -> Node {
-        if let Some(node) = old
+    fn reuse_or_make(&self, old: Option<Node>, entry: &Entry, changed: &mut usize) -> Node {
+        if let Some(node) = &old
             && node.kind == entry.kind
             && node.settled
             && stamp_at(&entry.path) == node.stamp
         {
-            return node;
+            return old.expect("matched above");
         }
         *changed += 1;
-        self.make_node(entry.kind, &entry.relative, &entry.path, Some(indexer))
+        self.make_node_after(entry.kind, &entry.relative, &entry.path, old.as_ref())
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
@@ -681,27 +765,29 @@ impl Tree {
         } else {
             self.path_of(dir)
         };
-        let (stamp, ignores, settled) = dir_state(&self.gate, &path);
+        let earlier = if dir == "." {
+            let ignores = [self.root_ignores[0].stamp, self.root_ignores[1].stamp];
+            Some((self.root_stamp, ignores, self.root_first_seen))
+        } else {
+            self.get(dir).map(|(_, node)| node.dir_seen())
+        };
+        let (stamp, ignores, settled, first_seen) = dir_state(&self.gate, &path, earlier);
         if dir == "." {
             self.root_stamp = stamp;
             self.root_settled = settled;
             self.root_ignores = ignores;
+            self.root_first_seen = first_seen;
         } else if let Some(mut node) = self.remove(dir) {
             node.stamp = stamp;
             node.settled = settled;
             node.ignores = Some(ignores);
+            node.first_seen = first_seen;
             self.insert(dir.to_string(), node);
         }
     }
 
     /// Lists `dir`'s children again; an edited ignore file re-walks it.
-    fn relist(
-        &mut self,
-        gate: &PathGate,
-        dir: &str,
-        indexer: &mut Indexer,
-        work: &mut Work,
-    ) -> usize {
+    fn relist(&mut self, gate: &PathGate, dir: &str, work: &mut Work) -> usize {
         let path = if dir == "." {
             self.root.clone()
         } else {
@@ -713,7 +799,7 @@ impl Tree {
         {
             work.rewalked.push(dir.to_string());
             // The rules changed even when no entry did.
-            return 1 + self.rewalk(gate, dir, indexer, work);
+            return 1 + self.rewalk(gate, dir, work);
         }
         let Some(start) = self.resolve_dir(gate, dir) else {
             let removed = self.remove_subtree(dir).len();
@@ -748,11 +834,10 @@ impl Tree {
                     if previous.is_some() {
                         self.remove_subtree(&child.relative);
                     }
-                    let node =
-                        self.make_node(child.kind, &child.relative, &child.path, Some(indexer));
+                    let node = self.make_node(child.kind, &child.relative, &child.path);
                     self.insert(child.relative.clone(), node);
                     if child.kind == EntryKind::Dir {
-                        changed += self.rewalk(gate, &child.relative, indexer, work);
+                        changed += self.rewalk(gate, &child.relative, work);
                     }
                 }
             }
@@ -766,7 +851,7 @@ impl Tree {
     }
 
     /// Re-reads a file whose stamp changed or could not be trusted.
-    fn recheck_file(&mut self, relative: &str, indexer: &mut Indexer, work: &mut Work) -> usize {
+    fn recheck_file(&mut self, relative: &str, work: &mut Work) -> usize {
         let Some(node) = self.nodes.get(&PathKey(relative.to_string())) else {
             return 0;
         };
@@ -782,7 +867,7 @@ impl Tree {
         if node.settled && current.map(|(_, stamp)| stamp) == node.stamp {
             return 0;
         }
-        let fresh = self.make_node(EntryKind::File, relative, &path, Some(indexer));
+        let fresh = self.make_node_after(EntryKind::File, relative, &path, Some(node));
         self.insert(relative.to_string(), fresh);
         1
     }
@@ -836,10 +921,10 @@ struct Work {
 const MAX_ROUNDS: usize = 4;
 
 impl Work {
-    fn apply(mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> Option<usize> {
+    fn apply(mut self, tree: &mut Tree, gate: &PathGate) -> Option<usize> {
         let mut changed = 0;
         for _ in 0..MAX_ROUNDS {
-            changed += self.round(tree, gate, indexer);
+            changed += self.round(tree, gate);
             if self.relist.is_empty() && self.files.is_empty() && self.rewalk.is_empty() {
                 return Some(changed);
             }
@@ -847,7 +932,7 @@ impl Work {
         None
     }
 
-    fn round(&mut self, tree: &mut Tree, gate: &PathGate, indexer: &mut Indexer) -> usize {
+    fn round(&mut self, tree: &mut Tree, gate: &PathGate) -> usize {
         let mut changed = 0;
         // Listing a folder can reveal more folders to list (a vanished
         // child's parent): loop until nothing is left.
@@ -864,7 +949,7 @@ impl Work {
                 continue;
             }
             self.rewalked.push(dir.clone());
-            changed += tree.rewalk(gate, &dir, indexer, self);
+            changed += tree.rewalk(gate, &dir, self);
         }
         loop {
             let mut pending = std::mem::take(&mut self.relist);
@@ -885,7 +970,7 @@ impl Work {
                     listed.push(dir);
                     continue;
                 }
-                changed += tree.relist(gate, &dir, indexer, self);
+                changed += tree.relist(gate, &dir, self);
                 listed.push(dir);
             }
         }
@@ -893,7 +978,7 @@ impl Work {
         files.sort_by(|a, b| walk::path_order(a, b));
         files.dedup();
         for file in files {
-            changed += tree.recheck_file(&file, indexer, self);
+            changed += tree.recheck_file(&file, self);
         }
         changed
     }
@@ -921,6 +1006,7 @@ mod tests {
             limit_bytes: usize::MAX,
             change_notifications: true,
             state: Mutex::new(State::Building),
+            unread: std::sync::Condvar::new(),
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(true),
             calls: AtomicUsize::new(0),
@@ -941,9 +1027,7 @@ mod tests {
             root.join("d2/new.txt"),
             root.join("d3/e0/f3.txt"),
         ]);
-        live.tree
-            .refresh(changes, &gate, &mut live.indexer)
-            .unwrap();
+        live.tree.refresh(changes, &gate).unwrap();
         let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
         let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();

@@ -16,9 +16,9 @@
 //!
 //! Compiled rules are cached by file and [`Stamp`] (size, times, inode), so
 //! concurrent and later calls share them, and an edited file is read again
-//! by the next call (a version that was still racy when it was compiled,
-//! see [`Stamp::is_racy`], is always read again: a same-size rewrite in the
-//! same clock tick keeps its stamp). Files are compiled one at a time under
+//! by the next call (a version that was not trusted yet when it was
+//! compiled, see [`Stamp::is_trusted`], is read again: a same-size rewrite
+//! in the same clock tick keeps its stamp). Files are compiled one at a time under
 //! the cache's lock, so concurrent calls wait for one compilation instead
 //! of each doing it.
 
@@ -219,7 +219,10 @@ impl RuleTree {
 
 struct Cached {
     stamp: Stamp,
-    compiled_at: SystemTime,
+    /// When this stamp was first seen.
+    first_seen: SystemTime,
+    /// Whether the stamp was trusted when the rules were compiled.
+    trusted: bool,
     rules: Rules,
 }
 
@@ -235,13 +238,17 @@ fn load((handle, metadata): (File, Metadata), file: &Path, folder: &Path) -> Rul
     let Ok(mut cache) = cache().lock() else {
         return compile(handle, file, folder);
     };
+    let compiled_at = SystemTime::now();
+    let mut first_seen = compiled_at;
     if let Some(cached) = cache.get(file)
         && cached.stamp == stamp
-        && !stamp.is_racy(cached.compiled_at)
     {
-        return cached.rules.clone();
+        if cached.trusted {
+            return cached.rules.clone();
+        }
+        first_seen = cached.first_seen;
     }
-    let compiled_at = SystemTime::now();
+    let trusted = stamp.is_trusted(first_seen, compiled_at);
     let rules = compile(handle, file, folder);
     if cache.len() >= MAX_CACHED_FILES {
         cache.clear();
@@ -250,7 +257,8 @@ fn load((handle, metadata): (File, Metadata), file: &Path, folder: &Path) -> Rul
         file.to_path_buf(),
         Cached {
             stamp,
-            compiled_at,
+            first_seen,
+            trusted,
             rules: rules.clone(),
         },
     );

@@ -151,20 +151,69 @@ impl Stamp {
 
     /// Whether a write right after `seen_at` could leave this stamp
     /// unchanged: the file changed so recently that the file system's clock
-    /// tick may not have moved on (git's "racily clean" entries). Stamps in
-    /// whole seconds get two seconds of doubt, finer ones a tenth.
+    /// tick may not have moved on (git's "racily clean" entries), or it
+    /// lies in the future.
     pub fn is_racy(&self, seen_at: SystemTime) -> bool {
-        let whole_seconds = self.modified % 1_000_000_000 == 0 && self.changed % 1_000_000_000 == 0;
-        let doubt = if whole_seconds {
-            Duration::from_secs(2)
-        } else {
-            Duration::from_millis(100)
-        };
         let Ok(seen) = seen_at.duration_since(SystemTime::UNIX_EPOCH) else {
             return true;
         };
         let latest = self.modified.max(self.changed);
-        latest + doubt.as_nanos() as i128 >= seen.as_nanos() as i128
+        latest + self.doubt().as_nanos() as i128 >= seen.as_nanos() as i128
+    }
+
+    /// Whether this stamp, first seen at `first_seen` and seen again the
+    /// same at `now`, shows the next change: when it is not racy at `now`,
+    /// or when a tick's doubt has passed since it was first seen. The
+    /// second covers stamps in the future (an archive's times, a skewed
+    /// clock, a network mount), which stay racy until the clock catches
+    /// up: the change time was set by the file system's clock before
+    /// `first_seen`, so a write after `now` lands a tick or more past it
+    /// and changes the stamp. What is read at `now` is then trusted.
+    pub fn is_trusted(&self, first_seen: SystemTime, now: SystemTime) -> bool {
+        !self.is_racy(now)
+            || now
+                .duration_since(first_seen)
+                .is_ok_and(|waited| waited > self.doubt())
+    }
+
+    /// How long after a change its stamp may still be reproduced by
+    /// another: stamps in whole seconds get two seconds, finer ones a
+    /// tenth.
+    fn doubt(&self) -> Duration {
+        let whole_seconds = self.modified % 1_000_000_000 == 0 && self.changed % 1_000_000_000 == 0;
+        if whole_seconds {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_millis(100)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::FileTimes;
+
+    #[test]
+    fn a_future_stamp_is_trusted_once_seen_again_a_tick_later() {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let future = SystemTime::now() + Duration::from_secs(86_400);
+        file.as_file()
+            .set_times(FileTimes::new().set_modified(future))
+            .expect("set mtime");
+        let stamp = Stamp::of(&file.as_file().metadata().expect("metadata"));
+        let now = SystemTime::now();
+        assert!(stamp.is_racy(now));
+        assert!(!stamp.is_trusted(now, now));
+        assert!(!stamp.is_trusted(now, now + Duration::from_millis(50)));
+        assert!(stamp.is_trusted(now, now + Duration::from_secs(3)));
+        // A stamp from long ago needs no second look.
+        let old = now - Duration::from_secs(86_400);
+        file.as_file()
+            .set_times(FileTimes::new().set_modified(old))
+            .expect("set mtime");
+        let settled = Stamp::of(&file.as_file().metadata().expect("metadata"));
+        assert!(settled.is_trusted(now + Duration::from_secs(1), now + Duration::from_secs(1)));
     }
 }
 

@@ -70,7 +70,7 @@ async fn large_tree_rounds(env: &[(&str, &str)]) {
             format!("pub fn generated_{index}() -> usize {{ {index} }}\n"),
         );
     }
-    let (server, stderr) = start_logged(&project.root, env).await;
+    let (server, stderr, _) = start_logged(&project.root, env).await;
     // A first search while the model may still be building...
     let out = search_files(&server, "generated_4999()").await;
     assert_eq!(out, vec!["gen/d49/f04999.rs"]);
@@ -88,6 +88,149 @@ async fn large_tree_rounds(env: &[(&str, &str)]) {
         search_files(&server, "generated_7()").await,
         Vec::<String>::new()
     );
+    server.stop().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn files_dated_in_the_future_settle_and_stay_exact() {
+    future_dated(WATCH_ON).await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn files_dated_in_the_future_settle_and_stay_exact_with_notifications_off() {
+    future_dated(WATCH_OFF).await;
+}
+
+/// Files whose modification times lie in the future (an archive's, a
+/// skewed clock's) are trusted once seen unchanged a moment later: a call
+/// then reads none of them for a token none holds. An edit that keeps
+/// their size and future time is still seen by the next call.
+#[cfg(target_os = "linux")]
+async fn future_dated(env: &[(&str, &str)]) {
+    const FILES: usize = 200;
+    const FILE_BYTES: usize = 16 * 1024;
+    let project = base_project();
+    let future = std::time::SystemTime::now() + Duration::from_secs(30 * 86_400);
+    let padding = "x".repeat(FILE_BYTES);
+    for index in 0..FILES {
+        let relative = format!("future/f{index:03}.txt");
+        project.write(&relative, format!("future_{index}_end\n{padding}\n"));
+        let file = fs::File::options()
+            .write(true)
+            .open(project.root.join(&relative))
+            .expect("open for times");
+        file.set_times(FileTimes::new().set_modified(future))
+            .expect("set mtime");
+    }
+    let (server, stderr, pid) = start_logged(&project.root, env).await;
+    stderr.wait(READY_WAIT).await;
+    // Bytes the server has read (files, and its requests).
+    let bytes_read = || {
+        let io = fs::read_to_string(format!("/proc/{pid}/io")).expect("/proc/PID/io");
+        io.lines()
+            .find_map(|line| line.strip_prefix("rchar: "))
+            .and_then(|value| value.parse::<usize>().ok())
+            .expect("rchar")
+    };
+    let mut last_read = usize::MAX;
+    for _ in 0..100 {
+        let before = bytes_read();
+        assert_eq!(
+            search_files(&server, "nowhere_in_any_file").await,
+            Vec::<String>::new()
+        );
+        last_read = bytes_read() - before;
+        if last_read < FILES * FILE_BYTES / 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        last_read < FILES * FILE_BYTES / 4,
+        "a call still reads {last_read} bytes of future-dated files"
+    );
+    let file = project.root.join("future/f007.txt");
+    let rewritten = format!("future_7_new\n{padding}\n");
+    rewrite_keeping_size_and_mtime(&file, rewritten.as_bytes());
+    assert_eq!(
+        search_files(&server, "future_7_new").await,
+        vec!["future/f007.txt"]
+    );
+    assert_eq!(
+        search_files(&server, "future_7_end").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        search_files(&server, "future_8_end").await,
+        vec!["future/f008.txt"]
+    );
+    server.stop().await;
+}
+
+// Paths of 900 bytes: beyond what Windows takes without long-path support.
+#[cfg(unix)]
+#[tokio::test]
+async fn changes_below_the_256th_folder_are_seen() {
+    deep_tree(WATCH_ON).await;
+}
+
+// Paths of 900 bytes: beyond what Windows takes without long-path support.
+#[cfg(unix)]
+#[tokio::test]
+async fn changes_below_the_256th_folder_are_seen_with_notifications_off() {
+    deep_tree(WATCH_OFF).await;
+}
+
+/// A tree deeper than a client's path may go (256 names): files created,
+/// edited, renamed and deleted at the bottom, and a deep folder renamed,
+/// are seen by the next call as the scan sees them.
+#[cfg(unix)]
+async fn deep_tree(env: &[(&str, &str)]) {
+    const LEVELS: usize = 300;
+    let project = base_project();
+    let deep: String = (0..LEVELS)
+        .map(|level| format!("d{}/", level % 10))
+        .collect();
+    project.write(&format!("{deep}first.txt"), "deep_first_end\n");
+    let (server, stderr, _) = start_logged(&project.root, env).await;
+    stderr.wait(READY_WAIT).await;
+    let none = Vec::<String>::new();
+    let at = |name: &str| format!("{deep}{name}");
+    assert_eq!(
+        search_files(&server, "deep_first_end").await,
+        vec![at("first.txt")]
+    );
+    for round in 0..ROUNDS {
+        let token = format!("deep_created_{round}_end");
+        let created = at(&format!("c{round}.txt"));
+        project.write(&created, format!("{token}\n"));
+        assert_eq!(search_files(&server, &token).await, vec![created.clone()]);
+        assert!(find(&server, "**/c*.txt").await.contains(&created));
+        let renamed = at(&format!("r{round}.txt"));
+        fs::rename(project.root.join(&created), project.root.join(&renamed)).expect("rename");
+        assert_eq!(search_files(&server, &token).await, vec![renamed.clone()]);
+        fs::remove_file(project.root.join(&renamed)).expect("delete");
+        assert_eq!(search_files(&server, &token).await, none);
+        assert!(!find(&server, "**/r*.txt").await.contains(&renamed));
+    }
+    // A folder at level 280 renamed: everything below moves with it.
+    let upper: String = (0..280).map(|level| format!("d{}/", level % 10)).collect();
+    let lower: String = (280..LEVELS)
+        .map(|level| format!("d{}/", level % 10))
+        .collect();
+    let (from, to) = (
+        project.root.join(&upper),
+        project.root.join(format!("{upper}moved")),
+    );
+    fs::rename(from.join("d0"), &to).expect("rename a deep folder");
+    let moved = format!("{upper}moved/{}first.txt", &lower[3..]);
+    assert_eq!(
+        search_files(&server, "deep_first_end").await,
+        vec![moved.clone()]
+    );
+    assert_eq!(find(&server, "**/first.txt").await, vec![moved]);
     server.stop().await;
 }
 
@@ -251,6 +394,186 @@ async fn exercise(server: &Server, project: &TempProject, round: usize) {
 
     #[cfg(unix)]
     hard_links(server, project, round).await;
+    #[cfg(unix)]
+    hard_links_out_of_sight(server, project, round).await;
+    #[cfg(target_os = "linux")]
+    exchanges(server, project, round).await;
+}
+
+/// `renameat2(RENAME_EXCHANGE)`: each path takes the other's place at once.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).expect("no NUL");
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).expect("no NUL");
+    // SAFETY: both paths are NUL-terminated C strings.
+    let result = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(result, 0, "{}", std::io::Error::last_os_error());
+}
+
+/// Two folders exchanged, then a file and a folder: each side's old and
+/// new contents are seen, and so are files made under either afterwards.
+#[cfg(target_os = "linux")]
+async fn exchanges(server: &Server, project: &TempProject, round: usize) {
+    let dir = format!("r{round}");
+    let at = |relative: &str| project.root.join(format!("{dir}/{relative}"));
+    let (one, two) = (
+        format!("swap_one_{round}_end"),
+        format!("swap_two_{round}_end"),
+    );
+    project
+        .write(&format!("{dir}/xa/one.txt"), format!("{one}\n"))
+        .write(&format!("{dir}/xb/two.txt"), format!("{two}\n"))
+        .write(&format!("{dir}/xb/sub/three.txt"), "three\n")
+        .write(&format!("{dir}/xfile.txt"), format!("{one}\n"));
+    let with_dir = |names: &[&str]| -> Vec<String> {
+        names.iter().map(|name| format!("{dir}/{name}")).collect()
+    };
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xa/one.txt", "xfile.txt"])
+    );
+    exchange(&at("xa"), &at("xb"));
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xb/one.txt", "xfile.txt"])
+    );
+    assert_eq!(search_files(server, &two).await, with_dir(&["xa/two.txt"]));
+    assert_eq!(
+        find(server, &format!("{dir}/**/three.txt")).await,
+        with_dir(&["xa/sub/three.txt"])
+    );
+    // Until their stamps are old enough to trust, the exchanged folders
+    // are listed again by every call: wait, and let one call trust them,
+    // so that only the change feed can tell of what is made in them next.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(search_files(server, &two).await, with_dir(&["xa/two.txt"]));
+    let later = format!("swap_later_{round}_end");
+    for name in ["xa/later.txt", "xb/later.txt", "xa/sub/later.txt"] {
+        project.write(&format!("{dir}/{name}"), format!("{later}\n"));
+    }
+    assert_eq!(
+        search_files(server, &later).await,
+        with_dir(&["xa/later.txt", "xa/sub/later.txt", "xb/later.txt"])
+    );
+    // A file and a folder exchanged.
+    exchange(&at("xfile.txt"), &at("xb"));
+    assert_eq!(
+        search_files(server, &one).await,
+        with_dir(&["xb", "xfile.txt/one.txt"])
+    );
+    let last = format!("swap_last_{round}_end");
+    project.write(&format!("{dir}/xfile.txt/last.txt"), format!("{last}\n"));
+    assert_eq!(
+        search_files(server, &last).await,
+        with_dir(&["xfile.txt/last.txt"])
+    );
+    assert!(
+        list(server, &dir, 2)
+            .await
+            .contains(&format!("{dir}/xfile.txt/later.txt"))
+    );
+}
+
+/// Files with a second name the change watcher cannot see: in a skipped
+/// folder (`node_modules`), removed before the next call, or moved out of
+/// the project with its folder; and an ignore file edited through such a
+/// name. A write through that name is seen by the next call all the same.
+#[cfg(unix)]
+async fn hard_links_out_of_sight(server: &Server, project: &TempProject, round: usize) {
+    let dir = format!("r{round}");
+    let root = &project.root;
+    let link = |from: &str, to: &str| {
+        fs::create_dir_all(root.join(to).parent().expect("parent")).expect("mkdir");
+        fs::hard_link(root.join(from), root.join(to)).expect("hard link");
+    };
+    let token = |what: &str, version: &str| format!("{what}_{version}_{round}_end");
+    let skipped = format!("{dir}/skipped/one.txt");
+    let removed = format!("{dir}/removed/one.txt");
+    let moved = format!("{dir}/staying/one.txt");
+    for (file, what) in [
+        (&skipped, "skipped"),
+        (&removed, "unlinked"),
+        (&moved, "away"),
+    ] {
+        project.write(file, format!("{}\n", token(what, "old")));
+    }
+    link(&skipped, &format!("node_modules/pkg{round}/two.txt"));
+    link(&removed, &format!("{dir}/removed_too/two.txt"));
+    link(&moved, &format!("{dir}/leaving/two.txt"));
+    let ignoring = format!("{dir}/ignoring");
+    project
+        .write(
+            &format!("{ignoring}/shown.txt"),
+            format!("{}\n", token("ignored", "old")),
+        )
+        .write(&format!("{ignoring}/.gitignore"), "# nothing\n");
+    link(
+        &format!("{ignoring}/.gitignore"),
+        &format!("node_modules/pkg{round}/rules"),
+    );
+    // Until its stamp is old enough to trust, a new file is searched
+    // whatever its index says: let every name be indexed first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (file, what) in [
+        (&skipped, "skipped"),
+        (&removed, "unlinked"),
+        (&moved, "away"),
+    ] {
+        assert!(
+            search_files(server, &token(what, "old"))
+                .await
+                .contains(file)
+        );
+    }
+    let shown = vec![format!("{ignoring}/shown.txt")];
+    assert_eq!(search_files(server, &token("ignored", "old")).await, shown);
+
+    let write = |name: &str, what: &str| {
+        fs::write(root.join(name), format!("{}\n", token(what, "new"))).expect("write");
+    };
+    write(&format!("node_modules/pkg{round}/two.txt"), "skipped");
+    assert_eq!(
+        search_files(server, &token("skipped", "new")).await,
+        vec![skipped]
+    );
+    assert_eq!(
+        search_files(server, &token("skipped", "old")).await,
+        Vec::<String>::new()
+    );
+
+    write(&format!("{dir}/removed_too/two.txt"), "unlinked");
+    fs::remove_file(root.join(format!("{dir}/removed_too/two.txt"))).expect("delete");
+    assert_eq!(
+        search_files(server, &token("unlinked", "new")).await,
+        vec![removed]
+    );
+
+    write(&format!("{dir}/leaving/two.txt"), "away");
+    let away = project.outside().join(format!("leaving{round}"));
+    fs::rename(root.join(format!("{dir}/leaving")), away).expect("move out");
+    assert_eq!(
+        search_files(server, &token("away", "new")).await,
+        vec![moved]
+    );
+
+    let rules = root.join(format!("node_modules/pkg{round}/rules"));
+    fs::write(&rules, "shown.txt\n").expect("edit the rules through the other name");
+    assert_eq!(
+        search_files(server, &token("ignored", "old")).await,
+        Vec::<String>::new()
+    );
+    assert!(!find(server, "**/shown.txt").await.contains(&shown[0]));
+    fs::write(&rules, "# nothing\n").expect("edit the rules back");
+    assert_eq!(search_files(server, &token("ignored", "old")).await, shown);
 }
 
 /// A file with two names in different folders: a write through one name
@@ -333,8 +656,8 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
 }
 
 /// Starts the server with debug logging, watching its stderr for the tree
-/// model's readiness.
-async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch) {
+/// model's readiness; also gives the server's pid.
+async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch, u32) {
     let mut command = server_command(Some(root), &["--log-level", "debug"]);
     for (key, value) in env {
         command.env(key, value);
@@ -343,9 +666,10 @@ async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn server");
+    let pid = transport.id().expect("server pid");
     let watch = StderrWatch::spawn(stderr.expect("stderr piped"), common::INDEX_READY);
     let client = ().serve(transport).await.expect("initialize");
-    (Server { client }, watch)
+    (Server { client }, watch, pid)
 }
 
 #[test]

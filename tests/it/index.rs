@@ -107,6 +107,15 @@ fn generated_tree(files: usize) -> TempProject {
         std::os::unix::fs::symlink(root.join("m0/s0/f0.rs"), root.join("link_to_file")).unwrap();
         std::os::unix::fs::symlink(project.outside(), root.join("link_out")).unwrap();
         std::os::unix::fs::symlink(root, root.join("m1/loop")).unwrap();
+        // Files with several names: across folders, and one in a skipped
+        // folder, which the change feed does not watch.
+        std::fs::create_dir_all(root.join("node_modules")).unwrap();
+        std::fs::hard_link(root.join("m2/s0/f2.txt"), root.join("m7/s1/f2_again.txt")).unwrap();
+        std::fs::hard_link(
+            root.join("m3/s0/f3.md"),
+            root.join("node_modules/linked.rs"),
+        )
+        .unwrap();
         let fifo = std::ffi::CString::new(root.join("pipe.txt").to_str().unwrap()).unwrap();
         // SAFETY: mkfifo reads a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
@@ -235,8 +244,55 @@ async fn indexed_answers_equal_scanned_answers() {
         let arguments = json!({"path": path, "depth": depth, "max_entries": 2000});
         same_answer(&indexed, &scanning, "list_project_directory", arguments).await;
     }
+    // Changes the change feed sees only in part: a write through a name in
+    // a skipped folder, and two folders exchanged.
+    #[cfg(target_os = "linux")]
+    {
+        let root = &project.root;
+        std::fs::write(
+            root.join("node_modules/linked.rs"),
+            "rewritten_through_a_link\n",
+        )
+        .unwrap();
+        exchange(&root.join("m5"), &root.join("m6"));
+        std::fs::write(root.join("m5/s0/after.rs"), "made_after_the_exchange\n").unwrap();
+        for query in [
+            "rewritten_through_a_link",
+            "made_after_the_exchange",
+            "ident_5_0",
+            "ident_6_1",
+        ] {
+            let arguments = json!({"query": query, "max_results": 200});
+            same_answer(&indexed, &scanning, "search_project_files", arguments).await;
+        }
+        for pattern in ["m5/**/*.rs", "m6/**", "**/linked*"] {
+            let arguments = json!({"pattern": pattern, "max_results": 1000});
+            same_answer(&indexed, &scanning, "find_project_files", arguments).await;
+        }
+        let arguments = json!({"path": "m5", "depth": 3, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", arguments).await;
+    }
     indexed.stop().await;
     scanning.stop().await;
+}
+
+/// `renameat2(RENAME_EXCHANGE)`: each path takes the other's place at once.
+#[cfg(target_os = "linux")]
+fn exchange(a: &std::path::Path, b: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both paths are NUL-terminated C strings.
+    let result = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(result, 0, "{}", std::io::Error::last_os_error());
 }
 
 #[tokio::test]
@@ -322,4 +378,210 @@ async fn the_build_starts_once_the_session_is_up() {
     assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
     wait_for_index(&hasty_log).await;
     hasty.finish().await;
+}
+
+/// Folders nested deeper than a client's path may go (256 names): the
+/// model holds, lists and finds them as the scan does, before and after a
+/// change at the bottom.
+// Paths of 900 bytes: beyond what Windows takes without long-path support.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_tree_deeper_than_client_paths_answers_as_the_scan() {
+    const LEVELS: usize = 300;
+    let project = TempProject::new();
+    let mut deep = String::new();
+    for level in 0..LEVELS {
+        deep.push_str(&format!("d{}/", level % 10));
+        if level % 50 == 49 {
+            project.write(
+                &format!("{deep}at_{level}.txt"),
+                format!("deep_token {level}\n"),
+            );
+        }
+    }
+    project.write("top.txt", "deep_token top\n");
+    #[cfg(unix)]
+    beyond_path_max(&project.root.join("far"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (indexed, scanning) = two_servers(&project).await;
+    let compare = async |round: &str| {
+        let search = json!({"query": "deep_token", "max_results": 200});
+        let out = same_answer(&indexed, &scanning, "search_project_files", search).await;
+        let find = json!({"pattern": "**/*.txt", "max_results": 1000});
+        let found = same_answer(&indexed, &scanning, "find_project_files", find).await;
+        let list = json!({"depth": 20, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", list).await;
+        let list = json!({"path": "d0/d1/d2", "depth": 20, "max_entries": 2000});
+        same_answer(&indexed, &scanning, "list_project_directory", list).await;
+        (
+            round.to_string(),
+            out["count"].clone(),
+            found["count"].clone(),
+        )
+    };
+    let before = compare("before").await;
+    // Six files in the deep folders, the top one, and the five of `far`
+    // whose paths fit in 4,096 bytes: no walk reaches those below.
+    assert_eq!(before.1, json!(12), "{before:?}");
+    // A change at the bottom, below the 256th folder.
+    project.write(&format!("{deep}bottom.txt"), "deep_token bottom\n");
+    let after = compare("after").await;
+    assert_ne!(before.1, after.1, "{before:?} {after:?}");
+    indexed.stop().await;
+    scanning.stop().await;
+}
+
+/// Folders below `top` whose paths outgrow what the system takes in one
+/// path (4,096 bytes), made one level at a time, a file at every tenth.
+#[cfg(unix)]
+fn beyond_path_max(top: &std::path::Path) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    std::fs::create_dir_all(top).unwrap();
+    let name = std::ffi::CString::new("n".repeat(80)).unwrap();
+    let mut folder = std::fs::File::open(top).map(OwnedFd::from).unwrap();
+    for level in 0..70 {
+        // SAFETY: `folder` is an open directory and `name` a C string.
+        let fd = unsafe {
+            assert_eq!(libc::mkdirat(folder.as_raw_fd(), name.as_ptr(), 0o755), 0);
+            libc::openat(
+                folder.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY,
+            )
+        };
+        assert!(fd >= 0);
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        folder = unsafe { OwnedFd::from_raw_fd(fd) };
+        if level % 10 == 9 {
+            let file = std::ffi::CString::new("f.txt").unwrap();
+            // SAFETY: as above.
+            let fd = unsafe {
+                libc::openat(
+                    folder.as_raw_fd(),
+                    file.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT,
+                    0o644,
+                )
+            };
+            assert!(fd >= 0);
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            std::io::Write::write_all(&mut file, format!("deep_token far {level}\n").as_bytes())
+                .unwrap();
+        }
+    }
+}
+
+/// Bytes read so far by the threads of process `pid` other than the
+/// model's background thread ("index-build"): what tool calls read.
+#[cfg(target_os = "linux")]
+fn read_by_calls(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        let task = task.expect("task").path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if name.trim() == "index-build" {
+            continue;
+        }
+        let io = std::fs::read_to_string(task.join("io")).unwrap_or_default();
+        total += io
+            .lines()
+            .find_map(|line| line.strip_prefix("rchar: "))
+            .and_then(|value| value.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
+/// After a bulk change (a branch switch), a call does not re-read the
+/// changed files for the index: they are candidates the searcher verifies
+/// until the background re-indexes them, so `find` reads no file at all
+/// and a search gives the scan's answer.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn calls_after_a_bulk_change_leave_re_indexing_to_the_background() {
+    const FILES: usize = 3_000;
+    let project = generated_tree(FILES);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = project.outside().join("indexed.log");
+    let args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = common::RawServer::start(&project.root, &args);
+    server.initialize("2025-06-18").await;
+    let pid = server.child.id().expect("pid");
+    wait_for_index(&log).await;
+    let padding = "appended line to make the change worth reading\n".repeat(60);
+    let (mut appended, mut changed) = (0, 0);
+    for entry in walkdir_files(&project.root).into_iter().filter(|path| {
+        let name = path.file_name().unwrap().to_string_lossy();
+        name.starts_with('f') && !path.to_string_lossy().contains("ignored_dir")
+    }) {
+        let mut text = std::fs::read_to_string(&entry).unwrap();
+        text.push_str(&padding);
+        text.push_str(&format!(
+            "bulk_{}\n",
+            entry.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&entry, text).unwrap();
+        appended += padding.len();
+        changed += 1;
+    }
+    let call = |id: u64, tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+    };
+    let before = read_by_calls(pid);
+    server
+        .send(&call(
+            1,
+            "find_project_files",
+            json!({"pattern": "**/f1*.rs"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(1)).await;
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    let read = read_by_calls(pid) - before;
+    // The call reads the change notifications (a few dozen bytes per
+    // change) and its request, not the files.
+    let notifications = changed * 256 + 64 * 1024;
+    assert!(notifications < appended / 4);
+    assert!(
+        read < notifications as u64,
+        "find read {read} bytes after {appended} bytes were appended to {changed} files"
+    );
+    // The changed files are verified by the searcher meanwhile.
+    server
+        .send(&call(
+            2,
+            "search_project_files",
+            json!({"query": "bulk_f1003"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(2)).await;
+    let files: Vec<&str> = answer["result"]["structuredContent"]["matches"]
+        .as_array()
+        .expect("matches")
+        .iter()
+        .map(|hit| hit["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["m3/s0/f1003.md"], "{answer}");
+    server.finish().await;
+}
+
+/// Every regular file below `dir`, symlinks not followed.
+#[cfg(target_os = "linux")]
+fn walkdir_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files
 }

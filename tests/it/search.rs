@@ -493,3 +493,102 @@ async fn unicode_lines_and_queries() {
     assert_eq!(matches(&out), vec![hit("i18n.txt", 2, "STRASSE")]);
     server.stop().await;
 }
+
+/// In a UTF-8 file with a byte-order mark, the match and its context lines
+/// come from the same text (the file less its mark), with the index on and
+/// off, in a small file and deep into a large one whose bytes past the
+/// binary sniff are not all UTF-8.
+#[tokio::test]
+async fn context_lines_of_a_file_with_a_byte_order_mark() {
+    let project = TempProject::new();
+    project.write(
+        "small.txt",
+        "\u{FEFF}before 1\nbefore 2\nmatch_small\nafter 1\nafter 2\n",
+    );
+    let mut large = b"\xEF\xBB\xBF".to_vec();
+    for line in 0..6_000 {
+        if line == 1_000 {
+            large.extend_from_slice(b"bad \xFF\xFE byte\n");
+        }
+        large.extend_from_slice(format!("line {line}\n").as_bytes());
+        if line == 4_000 {
+            large.extend_from_slice(b"match_large\n");
+        }
+    }
+    project.write("large.txt", &large);
+    let no_index = project.outside().join("no-index.toml");
+    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
+    let indexed = Server::start(&project.root).await;
+    let scanning = Server::start_with(
+        &project.root,
+        &["--config", no_index.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    for server in [&indexed, &scanning] {
+        let context = |out: &serde_json::Value| {
+            let hit = &out["matches"][0];
+            (
+                hit["line"].as_u64(),
+                hit["text"].as_str().map(str::to_string),
+                strings(&hit["before"]),
+                strings(&hit["after"]),
+            )
+        };
+        let out = server
+            .ok(
+                "search_project_files",
+                json!({"query": "match_small", "context_lines": 2}),
+            )
+            .await;
+        assert_eq!(
+            context(&out),
+            (
+                Some(3),
+                Some("match_small".to_string()),
+                vec!["before 1".to_string(), "before 2".to_string()],
+                vec!["after 1".to_string(), "after 2".to_string()],
+            )
+        );
+        let out = server
+            .ok(
+                "search_project_files",
+                json!({"query": "line 0", "context_lines": 1}),
+            )
+            .await;
+        assert_eq!(matches(&out)[0], hit("large.txt", 1, "line 0"));
+        assert_eq!(strings(&out["matches"][0]["before"]), Vec::<String>::new());
+        let out = server
+            .ok(
+                "search_project_files",
+                json!({"query": "match_large", "context_lines": 2}),
+            )
+            .await;
+        assert_eq!(
+            context(&out),
+            (
+                Some(4_003),
+                Some("match_large".to_string()),
+                vec!["line 3999".to_string(), "line 4000".to_string()],
+                vec!["line 4001".to_string(), "line 4002".to_string()],
+            )
+        );
+        let out = server
+            .ok(
+                "search_project_files",
+                json!({"query": "bad ", "context_lines": 1}),
+            )
+            .await;
+        assert_eq!(
+            context(&out),
+            (
+                Some(1_001),
+                Some("bad \u{FFFD}\u{FFFD} byte".to_string()),
+                vec!["line 999".to_string()],
+                vec!["line 1000".to_string()],
+            )
+        );
+    }
+    indexed.stop().await;
+    scanning.stop().await;
+}

@@ -542,10 +542,16 @@ fn effective_uid() -> u32 {
 /// impossible here.
 #[cfg(unix)]
 async fn start_unprivileged(root: &Path) -> Option<Server> {
+    start_unprivileged_with(root, &[]).await
+}
+
+/// [`start_unprivileged`] with extra command-line arguments.
+#[cfg(unix)]
+async fn start_unprivileged_with(root: &Path, args: &[&str]) -> Option<Server> {
     if effective_uid() != 0 {
-        return Some(Server::start(root).await);
+        return Some(Server::start_with(root, args, &[]).await);
     }
-    let mut command = common::server_command(Some(root), &[]);
+    let mut command = common::server_command(Some(root), args);
     command.uid(65534).gid(65534);
     let client = common::connect((), command).await.ok()?;
     Some(Server { client })
@@ -693,4 +699,50 @@ async fn search_survives_unreadable_files_and_folders() {
     assert_eq!(out["count"], 0);
     still_serving(&server).await;
     server.stop().await;
+}
+
+/// A file the server cannot read is listed and found with the size `stat`
+/// gives, by the tree model as by the scan.
+#[cfg(unix)]
+#[tokio::test]
+async fn unreadable_files_are_listed_with_their_size() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = permission_project();
+    // A folder the unprivileged server may write its log and config to.
+    let logs = tempfile::tempdir().expect("log dir");
+    std::fs::set_permissions(logs.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let log = logs.path().join("indexed.log");
+    let no_index = logs.path().join("no-index.toml");
+    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
+    let indexed_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let scanning_args = ["--config", no_index.to_str().unwrap()];
+    let (Some(indexed), Some(scanning)) = (
+        start_unprivileged_with(&project.0.root, &indexed_args).await,
+        start_unprivileged_with(&project.0.root, &scanning_args).await,
+    ) else {
+        common::cannot_run(
+            "unreadable_files_are_listed_with_their_size",
+            "running as root and cannot start the server as uid 65534",
+        );
+        return;
+    };
+    common::wait_for_index(&log).await;
+    let size_of = |out: &serde_json::Value, path: &str| {
+        out["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["path"] == path)
+            .map(|entry| entry["size"].clone())
+    };
+    for server in [&indexed, &scanning] {
+        // Twice: the first call may still settle the fresh files' stamps.
+        for _ in 0..2 {
+            let listed = server.ok("list_project_directory", json!({})).await;
+            assert_eq!(size_of(&listed, "locked.txt"), Some(json!(21)), "{listed}");
+            assert_eq!(size_of(&listed, "ok.txt"), Some(json!(11)), "{listed}");
+        }
+    }
+    indexed.stop().await;
+    scanning.stop().await;
 }

@@ -82,6 +82,14 @@ pub(super) struct InotifyFeed {
 /// What one drain has collected so far.
 struct Batch {
     paths: HashSet<PathBuf>,
+    /// Folders moved away, whose watches go once the drain has read
+    /// every event, before [`Batch::arrived`] are watched: the two sides
+    /// of a rename arrive as two events that need not pair (an exchange
+    /// of two folders, `RENAME_EXCHANGE`, moves each to the other's path,
+    /// so a side handled at once would drop the other's new watches).
+    moved_away: Vec<PathBuf>,
+    /// Folders created, moved in, or made readable: watched at the end.
+    arrived: Vec<PathBuf>,
     /// Events may have been missed: answer `Unknown` and re-watch.
     lost: bool,
     /// Whether folders newly watched report their entries (not while
@@ -93,6 +101,8 @@ impl Batch {
     fn new(reporting: bool) -> Batch {
         Batch {
             paths: HashSet::new(),
+            moved_away: Vec::new(),
+            arrived: Vec::new(),
             lost: false,
             reporting,
         }
@@ -181,6 +191,7 @@ impl InotifyFeed {
         }
         let mut batch = Batch::new(true);
         self.read_pending(&mut batch);
+        self.settle_moves(&mut batch);
         if self.broken.is_some() {
             return Changes::Unknown;
         }
@@ -264,13 +275,29 @@ impl InotifyFeed {
             // Moved away (maybe out of the root): its old watches would
             // report paths that are no longer there. The MOVED_TO half,
             // if the new place is below the root, watches it afresh.
-            self.forget_tree(&path);
+            batch.moved_away.push(path.clone());
         } else if is_dir && !mask.contains(EventMask::DELETE) {
             // Created, moved in, or permissions changed (a folder that
             // becomes readable can be watched now).
-            self.watch_tree(&path, batch, &mut || {});
+            batch.arrived.push(path.clone());
         }
         batch.report(path, &self.limits);
+    }
+
+    /// Once every event is read: drops the watches of the folders moved
+    /// away, then watches what stands at the paths folders arrived at, as
+    /// the tree is now. Until then, events of a moved folder's watches
+    /// name its old path, which the caller re-lists anyway.
+    fn settle_moves(&mut self, batch: &mut Batch) {
+        for away in std::mem::take(&mut batch.moved_away) {
+            self.forget_tree(&away);
+        }
+        for arrived in std::mem::take(&mut batch.arrived) {
+            if self.broken.is_some() {
+                return;
+            }
+            self.watch_tree(&arrived, batch, &mut || {});
+        }
     }
 
     /// Watches `top` and every folder below it that `ignored` keeps. The
@@ -567,6 +594,52 @@ mod tests {
 
         fixture.write("new/sub/g.txt", "g");
         assert_eq!(fixture.drain(), vec!["new/sub/g.txt"]);
+    }
+
+    /// `renameat2(RENAME_EXCHANGE)` of two paths below the root.
+    fn exchange(fixture: &Fixture, a: &str, b: &str) {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let (a, b) = (fixture.path(a), fixture.path(b));
+        let a = CString::new(a.as_os_str().as_bytes()).expect("no NUL");
+        let b = CString::new(b.as_os_str().as_bytes()).expect("no NUL");
+        // SAFETY: both paths are NUL-terminated C strings.
+        let result = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                a.as_ptr(),
+                libc::AT_FDCWD,
+                b.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        assert_eq!(result, 0, "{}", io::Error::last_os_error());
+    }
+
+    #[test]
+    fn folders_exchanged_are_both_watched_at_their_new_paths() {
+        let fixture = Fixture::new();
+        fixture.write("a/sub/fa.txt", "a");
+        fixture.write("b/fb.txt", "b");
+        let _ = fixture.drain();
+
+        exchange(&fixture, "a", "b");
+        has(&fixture.drain(), &["a", "b", "b/sub/fa.txt", "a/fb.txt"]);
+        fixture.write("a/new.txt", "n");
+        fixture.write("b/new.txt", "n");
+        fixture.write("b/sub/new.txt", "n");
+        assert_eq!(
+            fixture.drain(),
+            vec!["a/new.txt", "b/new.txt", "b/sub/new.txt"]
+        );
+        // And back, with a file and a folder swapped too.
+        exchange(&fixture, "b", "a");
+        fixture.write("plain.txt", "p");
+        exchange(&fixture, "plain.txt", "a");
+        has(&fixture.drain(), &["a", "b", "plain.txt"]);
+        fixture.write("plain.txt/later.txt", "l");
+        fixture.write("b/later.txt", "l");
+        assert_eq!(fixture.drain(), vec!["b/later.txt", "plain.txt/later.txt"]);
     }
 
     #[test]

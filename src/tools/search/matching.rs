@@ -88,6 +88,7 @@ impl Reader for Settings {
             searcher: SearcherBuilder::new()
                 .line_number(true)
                 .binary_detection(BinaryDetection::none())
+                .bom_sniffing(false)
                 .build(),
             matcher: self.matcher.clone(),
         }
@@ -117,6 +118,9 @@ impl Settings {
         keep_from: usize,
     ) -> FileHits {
         let Scratch { searcher, matcher } = scratch;
+        // Matches and their context lines come from this one text.
+        let text = decoded_text(haystack);
+        let haystack = &*text;
         let mut sink = CollectSink {
             settings: self,
             matcher,
@@ -140,6 +144,21 @@ impl Settings {
             hits.source = Some(document.clone());
         }
         hits
+    }
+}
+
+/// The text a file is searched as: a UTF-8 byte-order mark is dropped and,
+/// after one, bytes that are not UTF-8 become U+FFFD, as ripgrep reads such
+/// a file. The searcher's own sniffing is off, so the offsets it reports
+/// are offsets into this text, which the context lines are cut from.
+fn decoded_text(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let Some(text) = raw.strip_prefix(&[0xEF, 0xBB, 0xBF]) else {
+        return Cow::Borrowed(raw);
+    };
+    match String::from_utf8_lossy(text) {
+        Cow::Borrowed(valid) => Cow::Borrowed(valid.as_bytes()),
+        Cow::Owned(replaced) => Cow::Owned(replaced.into_bytes()),
     }
 }
 
@@ -279,6 +298,16 @@ pub(super) fn lines_after(haystack: &[u8], end: usize, n: usize) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_what_follows_decoded() {
+        assert_eq!(&*decoded_text(b"plain\xFF"), b"plain\xFF");
+        assert_eq!(&*decoded_text(b"\xEF\xBB\xBFtext\n"), b"text\n");
+        assert_eq!(
+            &*decoded_text(b"\xEF\xBB\xBFa\xFFb"),
+            "a\u{FFFD}b".as_bytes()
+        );
+    }
 
     /// Hits taken under another name must fit the room under that name, as
     /// a read's would.
