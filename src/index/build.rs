@@ -186,7 +186,7 @@ fn serve_from_cache(
         .filter(|relative| {
             live.tree
                 .get(relative)
-                .is_some_and(|(_, node)| matches!(node.content, Content::Always))
+                .is_some_and(|(_, node)| matches!(node.content, Content::Always | Content::Unread))
         })
         .cloned()
         .collect();
