@@ -452,10 +452,9 @@ impl Work {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::index::build::list;
     use crate::index::pacer::Pacer;
-    use crate::index::testing::generated_tree;
+    use crate::index::testing::{generated_tree, walked_paths};
     use crate::index::tree::Content;
     use crate::index::watch::Changes;
     use crate::index::{Shared, State};
@@ -498,12 +497,6 @@ mod tests {
         let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
         let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
-        let start = gate.resolve(".").unwrap();
-        let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
-            .unwrap()
-            .into_iter()
-            .map(|e| e.relative)
-            .collect();
-        assert_eq!(modelled, walked);
+        assert_eq!(modelled, walked_paths(&gate));
     }
 }
