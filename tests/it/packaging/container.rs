@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
-/// Images larger than this fail the build: the published bound on the image.
-const MAX_IMAGE_BYTES: u64 = 8_000_000;
+/// Images larger than this fail the build: the published bound on the image
+/// (docs/install.md). The ten grammars' parse tables are most of it.
+const MAX_IMAGE_BYTES: u64 = 24 * 1024 * 1024;
 
 fn support(script: &str) -> PathBuf {
     repo_dir().join("tests").join("support").join(script)
