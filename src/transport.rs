@@ -230,17 +230,32 @@ fn decode_unrepresentable(text: &[u8], error: &serde_json::Error) -> Decoded {
             &format!("Parse error: {error}; each line must be one JSON-RPC message"),
         ));
     };
-    match (envelope.id, envelope.method) {
-        (None, Some(_)) => Decoded::Skip, // a notification gets no answer, ever
+    reply_to_unusable_message(envelope.id, envelope.method, &problem, &problem)
+}
+
+/// The answer to a message rmcp cannot take: none to a notification, ever;
+/// to a request, that its params were wrong; to a message without a
+/// method, that it is no valid request.
+fn reply_to_unusable_message(
+    id: Option<Value>,
+    method: Option<String>,
+    params_problem: &str,
+    request_problem: &str,
+) -> Decoded {
+    match (id, method) {
+        (None, Some(_)) => Decoded::Skip,
         (Some(id), Some(method)) => Decoded::Reply(error_reply(
             usable_id(id),
             INVALID_PARAMS,
-            &format!("Invalid params for {}: {problem}", shown_method(&method)),
+            &format!(
+                "Invalid params for {}: {params_problem}",
+                shown_method(&method)
+            ),
         )),
         (id, None) => Decoded::Reply(error_reply(
             id.map_or(Value::Null, usable_id),
             INVALID_REQUEST,
-            &format!("Invalid Request: {problem}"),
+            &format!("Invalid Request: {request_problem}"),
         )),
     }
 }
@@ -296,24 +311,17 @@ fn decode_value(value: Value) -> Decoded {
             ))
         }
         Ok(message) => Decoded::Message(Box::new(message)),
-        Err(error) => match (id, method) {
-            (None, Some(_)) => {
+        Err(error) => {
+            if id.is_none() && method.is_some() {
                 tracing::debug!(error = %error, "ignoring a malformed notification");
-                Decoded::Skip
             }
-            (Some(id), Some(method)) => Decoded::Reply(error_reply(
-                usable_id(id),
-                INVALID_PARAMS,
-                &format!("Invalid params for {}: {error}", shown_method(&method)),
-            )),
-            (id, None) => Decoded::Reply(error_reply(
-                id.map_or(Value::Null, usable_id),
-                INVALID_REQUEST,
-                &format!(
-                    "Invalid Request: {error}; a request needs \"method\", a response \"result\" or \"error\""
-                ),
-            )),
-        },
+            reply_to_unusable_message(
+                id,
+                method,
+                &error.to_string(),
+                &format!("{error}; a request needs \"method\", a response \"result\" or \"error\""),
+            )
+        }
     }
 }
 

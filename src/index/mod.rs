@@ -457,13 +457,7 @@ mod tests {
     fn candidates_hold_every_match_in_path_order() {
         let (_dir, gate) = generated_tree(400, 7);
         let model = ready_model(&gate);
-        let start = gate.resolve(".").unwrap();
-        let all: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
-            .unwrap()
-            .into_iter()
-            .filter(|e| e.kind == EntryKind::File)
-            .map(|e| e.relative)
-            .collect();
+        let all = walked_files(&gate);
         let mut rng = Lcg(11);
         let mut patterns: Vec<(String, bool)> = Vec::new();
         for word in WORDS {
@@ -584,12 +578,7 @@ mod tests {
             .into_iter()
             .map(|e| e.relative)
             .collect();
-        let walked: Vec<String> = walk::walk(&gate, &start, None, &WalkOptions::default())
-            .unwrap()
-            .into_iter()
-            .map(|e| e.relative)
-            .collect();
-        assert_eq!(listed, walked);
+        assert_eq!(listed, walked_paths(&gate));
         assert_base_names_agree(&model);
     }
 
@@ -691,18 +680,10 @@ mod tests {
             regex: false,
             case_insensitive: false,
         };
-        let walked_files = || -> Vec<String> {
-            let start = gate.resolve(".").unwrap();
-            walk::walk(&gate, &start, None, &WalkOptions::default())
-                .unwrap()
-                .into_iter()
-                .filter(|e| e.kind == EntryKind::File)
-                .map(|e| e.relative)
-                .collect()
-        };
         let found = candidate_names(&model, &gate, &query);
         assert!(found.contains(&"sub/keep.log".to_string()));
-        assert!(found.iter().all(|f| walked_files().contains(f)));
+        let walked = walked_files(&gate);
+        assert!(found.iter().all(|f| walked.contains(f)));
         // A walk from `sub` applies the rules from the root down, as the
         // model does: the model answers for it, the same.
         let from_sub: Vec<String> = model
@@ -734,7 +715,7 @@ mod tests {
             .filter(|e| e.kind == EntryKind::File)
             .map(|e| e.relative)
             .collect();
-        assert_eq!(listed, walked_files());
+        assert_eq!(listed, walked_files(&gate));
         // From every folder, to every depth, the model lists what a walk
         // from that folder finds.
         let names = |entries: Vec<Entry>| -> Vec<String> {

@@ -8,9 +8,10 @@ use grep_matcher::Matcher;
 use regex_syntax::hir::Hir;
 
 use super::TreeModel;
+use super::segment::FileRecord;
 use crate::config::IndexConfig;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// A query as the search tool gets it.
 #[derive(Debug, Clone, Copy)]
@@ -183,4 +184,53 @@ pub(super) fn until(mut condition: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     panic!("the condition did not hold within 10 s");
+}
+
+/// Every path under the root, in the walker's order.
+pub(super) fn walked_paths(gate: &PathGate) -> Vec<String> {
+    walked(gate, |_| true)
+}
+
+/// Every file under the root, in the walker's order.
+pub(super) fn walked_files(gate: &PathGate) -> Vec<String> {
+    walked(gate, |kind| kind == EntryKind::File)
+}
+
+fn walked(gate: &PathGate, keep: impl Fn(EntryKind) -> bool) -> Vec<String> {
+    let start = gate.resolve(".").unwrap();
+    walk::walk(gate, &start, None, &WalkOptions::default())
+        .unwrap()
+        .into_iter()
+        .filter(|e| keep(e.kind))
+        .map(|e| e.relative)
+        .collect()
+}
+
+/// Segment records of `names`, all with `stamp` and none with a filter.
+pub(super) fn unfiltered_records<'a>(names: &[&'a str], stamp: Stamp) -> Vec<FileRecord<'a>> {
+    names
+        .iter()
+        .map(|name| FileRecord {
+            name,
+            stamp,
+            filter: None,
+        })
+        .collect()
+}
+
+/// Asserts that `retain` (a `retain_holding` of one key) keeps exactly
+/// those of `ids` in `listed`, the key's decoded posting list.
+pub(super) fn assert_retains_listed(
+    mut ids: Vec<u32>,
+    listed: &[u32],
+    retain: impl FnOnce(&mut Vec<u32>),
+    what: &str,
+) {
+    let expected: Vec<u32> = ids
+        .iter()
+        .copied()
+        .filter(|id| listed.contains(id))
+        .collect();
+    retain(&mut ids);
+    assert_eq!(ids, expected, "{what}");
 }

@@ -335,6 +335,7 @@ fn parse_manifest(text: &str) -> Result<Vec<String>, CacheError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::testing::unfiltered_records;
     use crate::walk::Stamp;
 
     pub(super) fn config_in(dir: &Path) -> IndexCacheConfig {
@@ -354,14 +355,7 @@ mod tests {
         cache.create().unwrap();
         let lock = cache.try_lock_writer().unwrap().unwrap();
         let stamp = Stamp::of(&std::fs::metadata(root).unwrap());
-        let files: Vec<FileRecord> = names
-            .iter()
-            .map(|name| FileRecord {
-                name,
-                stamp,
-                filter: None,
-            })
-            .collect();
+        let files = unfiltered_records(names, stamp);
         let ids: Vec<u32> = (0..names.len() as u32).collect();
         let segment = cache.write_segment(&lock, &files, [(42, ids)]).unwrap();
         cache.commit(&lock, &[segment]).unwrap();

@@ -343,6 +343,7 @@ fn bitmap_ids(bitmap: &[u8], files: u32) -> Vec<u32> {
 mod tests {
     use super::super::{FileRecord, FilterBits, write_segment};
     use super::*;
+    use crate::index::testing::{assert_retains_listed, unfiltered_records};
     use proptest::prelude::*;
 
     const ROOT: &str = "/project";
@@ -431,14 +432,13 @@ mod tests {
         // Trigram 7 (t = 1): files 2, 5, 8, …; trigram 0: files 0, 3, 6, ….
         for trigram in [0, 7, 14, 1] {
             let holding = segment.postings(trigram).unwrap();
-            let mut ids: Vec<u32> = (0..300).filter(|id| id % 2 == 0).collect();
-            let expected: Vec<u32> = ids
-                .iter()
-                .copied()
-                .filter(|id| holding.contains(id))
-                .collect();
-            segment.retain_holding(trigram, &mut ids);
-            assert_eq!(ids, expected, "trigram {trigram}");
+            let ids: Vec<u32> = (0..300).filter(|id| id % 2 == 0).collect();
+            assert_retains_listed(
+                ids,
+                &holding,
+                |ids| segment.retain_holding(trigram, ids),
+                &format!("trigram {trigram}"),
+            );
         }
     }
 
@@ -449,15 +449,13 @@ mod tests {
         let write = |names: &[&str], lists: &[(u32, &[u32])]| {
             let lists: Vec<(u32, Vec<u32>)> =
                 lists.iter().map(|(t, ids)| (*t, ids.to_vec())).collect();
-            let files: Vec<FileRecord> = names
-                .iter()
-                .map(|name| FileRecord {
-                    name,
-                    stamp,
-                    filter: None,
-                })
-                .collect();
-            write_segment(dir.path(), "seg", ROOT, &files, lists)
+            write_segment(
+                dir.path(),
+                "seg",
+                ROOT,
+                &unfiltered_records(names, stamp),
+                lists,
+            )
         };
         assert!(write(&["../x"], &[]).is_err());
         assert!(write(&["b", "a"], &[]).is_err());
