@@ -742,6 +742,32 @@ mod tests {
 
     /// Where Windows paths are real: the gate must refuse the forms that
     /// Windows itself would follow out of the root.
+    /// Paths far longer than Windows' `MAX_PATH`, with spaces and
+    /// non-ASCII names, resolve below the root and open.
+    #[test]
+    fn long_paths_with_spaces_and_non_ascii_names_resolve_and_open() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let root = canonicalize(dir.path()).unwrap();
+        let folders: Vec<String> = (0..30)
+            .map(|level| format!("Ordner ü {level:02}"))
+            .collect();
+        let relative = format!("{}/Datei mit Äpfeln.txt", folders.join("/"));
+        let real = root.join(&relative);
+        assert!(real.as_os_str().len() > 300);
+        fs::create_dir_all(real.parent().unwrap()).unwrap();
+        fs::write(&real, "tief").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        let resolved = gate.resolve(&relative).unwrap();
+        assert_eq!(resolved.relative, relative);
+        let mut text = String::new();
+        gate.open_file(&resolved.real)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "tief");
+    }
+
     #[cfg(windows)]
     mod windows {
         use super::*;
