@@ -13,6 +13,9 @@ mod host_configs;
 mod hostile;
 mod hostile_gate;
 mod hostile_process;
+// The real host CLIs (npm packages) and a Unix shell: not in the Wine
+// prefix Windows is tested in; host_configs checks the Windows snippets.
+#[cfg(unix)]
 mod hosts_cli;
 mod index;
 mod mcpb_bundle;
