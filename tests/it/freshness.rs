@@ -17,6 +17,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 #[cfg(not(windows))]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(not(windows))]
 use std::time::Duration;
 #[cfg(not(windows))]
 use std::time::Instant;
