@@ -284,8 +284,8 @@ async fn every_result_fits_the_size_hint_its_tool_declares() {
     let line = format!("m{}\n", control_text(400));
     project.write("many.txt", line.repeat(400));
     // Names of control characters: 2000 entries, each path escaped.
-    // Windows refuses those in names: DEL there, which the size hints
-    // count as six characters too.
+    // Windows refuses those in names: DEL there (nothing Windows allows in
+    // a name needs an escape); the answers must fit all the same.
     let name = if cfg!(windows) {
         "\u{7f}".repeat(200)
     } else {
