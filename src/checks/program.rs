@@ -215,3 +215,68 @@ mod tests {
         assert!(error.contains("PATH is empty"), "{error}");
     }
 }
+
+/// Windows: programs are files with a PATHEXT extension; a name without one
+/// finds `.exe`, `.cmd` and `.bat` files.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    fn file(path: &Path) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "").expect("write");
+    }
+
+    #[test]
+    fn cmd_and_bat_launchers_are_found_through_pathext() {
+        let bin = tempfile::tempdir().expect("bin");
+        file(&bin.path().join("npm.cmd"));
+        file(&bin.path().join("legacy.bat"));
+        file(&bin.path().join("notes.txt"));
+        let root = tempfile::tempdir().expect("root");
+        file(&root.path().join("shadow.cmd"));
+        let path = std::env::join_paths([bin.path(), Path::new(".")]).expect("PATH");
+
+        let found = resolve_program(root.path(), "npm", Some(&path)).expect("npm");
+        assert_eq!(found, bin.path().join("npm.cmd"));
+        let found = resolve_program(root.path(), "legacy", Some(&path)).expect("legacy");
+        assert_eq!(found, bin.path().join("legacy.bat"));
+        assert!(resolve_program(root.path(), "notes", Some(&path)).is_err());
+        // The relative entry `.` cannot make the project shadow a program.
+        let error = resolve_program(root.path(), "shadow", Some(&path)).unwrap_err();
+        assert!(error.contains("with extensions"), "{error}");
+    }
+
+    #[test]
+    fn python_prefers_the_venvs_scripts_python_exe() {
+        let bin = tempfile::tempdir().expect("bin");
+        file(&bin.path().join("python3.exe"));
+        let path = bin.path().as_os_str();
+        let root = tempfile::tempdir().expect("root");
+
+        let found = resolve_program(root.path(), "python", Some(path)).expect("found");
+        assert_eq!(found, bin.path().join("python3.exe"));
+        file(&root.path().join(r"venv\Scripts\python.exe"));
+        let found = resolve_program(root.path(), "python", Some(path)).expect("found");
+        assert_eq!(found, root.path().join(r"venv\Scripts\python.exe"));
+        file(&root.path().join(r".venv\Scripts\python.exe"));
+        let found = resolve_program(root.path(), "python3", Some(path)).expect("found");
+        assert_eq!(found, root.path().join(r".venv\Scripts\python.exe"));
+    }
+
+    /// (ASCII only: the Wine run here has no UTF-8 locale, and Wine then
+    /// refuses non-ASCII names; the gate's tests cover them elsewhere.)
+    #[test]
+    fn folders_with_spaces_hold_programs() {
+        let bin = tempfile::tempdir().expect("bin");
+        let dir = bin.path().join("Program Files (x86)").join("Checks");
+        file(&dir.join("lint.exe"));
+        let root = tempfile::tempdir().expect("root");
+        let path = dir.as_os_str();
+        let found = resolve_program(root.path(), "lint", Some(path)).expect("found");
+        assert_eq!(found, dir.join("lint.exe"));
+        file(&root.path().join(r"tools dir\run check.cmd"));
+        let found = resolve_program(root.path(), r"tools dir\run check.cmd", None).expect("found");
+        assert_eq!(found, root.path().join(r"tools dir\run check.cmd"));
+    }
+}

@@ -725,8 +725,18 @@ mod tests {
             let start = gate.resolve(folder).unwrap();
             for max_depth in [Some(1), Some(2), None] {
                 let walked = walk::walk(&gate, &start, max_depth, &WalkOptions::default());
+                // Without a change feed (every platform but Linux) a
+                // depth-limited listing would need a stat sweep, which the
+                // model leaves to the walk: it answers None.
+                let Some(answered) = model.entries(&start, max_depth, &Pick::ALL) else {
+                    assert!(
+                        cfg!(not(target_os = "linux")) && max_depth.is_some(),
+                        "{folder} {max_depth:?}"
+                    );
+                    continue;
+                };
                 assert_eq!(
-                    names(model.entries(&start, max_depth, &Pick::ALL).unwrap()),
+                    names(answered),
                     names(walked.unwrap()),
                     "{folder} {max_depth:?}"
                 );

@@ -639,6 +639,39 @@ mod tests {
 
     /// Where Windows paths are real: the gate must refuse the forms that
     /// Windows itself would follow out of the root.
+    /// Paths far longer than Windows' `MAX_PATH`, with spaces and
+    /// non-ASCII names, resolve below the root and open.
+    #[test]
+    fn long_paths_with_spaces_and_non_ascii_names_resolve_and_open() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let root = canonicalize(dir.path()).unwrap();
+        // Wine without a UTF-8 locale (the Windows test run here) refuses
+        // non-ASCII names: ASCII there.
+        let (u, a) = if cfg!(windows) {
+            ("u", "A")
+        } else {
+            ("ü", "Ä")
+        };
+        let folders: Vec<String> = (0..30)
+            .map(|level| format!("Ordner {u} {level:02}"))
+            .collect();
+        let relative = format!("{}/Datei mit {a}pfeln.txt", folders.join("/"));
+        let real = root.join(&relative);
+        assert!(real.as_os_str().len() > 300);
+        fs::create_dir_all(real.parent().unwrap()).unwrap();
+        fs::write(&real, "tief").unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
+        let resolved = gate.resolve(&relative).unwrap();
+        assert_eq!(resolved.relative, relative);
+        let mut text = String::new();
+        gate.open_file(&resolved.real)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "tief");
+    }
+
     #[cfg(windows)]
     mod windows {
         use super::*;

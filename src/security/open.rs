@@ -463,7 +463,10 @@ mod other {
 
         pub fn entry_stat(&self, relative: &Path) -> io::Result<EntryStat> {
             let path = self.located(relative)?;
-            if let Some(parent) = path.parent() {
+            // The root's own parent lies outside: the root needs no check.
+            if path != self.path
+                && let Some(parent) = path.parent()
+            {
                 self.still_inside(parent)?;
             }
             let metadata = std::fs::symlink_metadata(&path)?;

@@ -225,7 +225,11 @@ mod tests {
         .unwrap();
         let written = serde_json::to_string(&out).unwrap();
         assert!(written.len() <= MAX_RESULT_CHARS, "{}", written.len());
-        assert!(out.truncated && out.count > 0);
+        assert!(out.count > 0);
+        // Control characters escape to six characters each and overflow
+        // the answer; Windows refuses them in names, and nothing it allows
+        // in one needs an escape.
+        assert_eq!(out.truncated, cfg!(not(windows)), "{}", out.count);
     }
 
     #[test]

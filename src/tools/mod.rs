@@ -181,8 +181,8 @@ pub fn json_byte_width(byte: u8) -> usize {
 
 /// Test fixture shared by the tool modules: a character that costs the
 /// most in a JSON answer and is allowed in a file name. Windows refuses
-/// control characters in names, so there it is DEL, which the size
-/// accounting counts as six characters (as an escaped control character).
+/// control characters in names, so there it is DEL, which needs no escape
+/// (nothing Windows allows in a name does).
 #[cfg(test)]
 pub(crate) const COSTLY_NAME_CHAR: &str = if cfg!(windows) { "\u{7f}" } else { "\u{1}" };
 

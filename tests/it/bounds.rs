@@ -284,8 +284,8 @@ async fn every_result_fits_the_size_hint_its_tool_declares() {
     let line = format!("m{}\n", control_text(400));
     project.write("many.txt", line.repeat(400));
     // Names of control characters: 2000 entries, each path escaped.
-    // Windows refuses those in names: DEL there, which the size hints
-    // count as six characters too.
+    // Windows refuses those in names: DEL there (nothing Windows allows in
+    // a name needs an escape); the answers must fit all the same.
     let name = if cfg!(windows) {
         "\u{7f}".repeat(200)
     } else {
@@ -307,11 +307,25 @@ async fn every_result_fits_the_size_hint_its_tool_declares() {
         .collect();
     project.write("defs.py", defined);
     let config = project.outside().join("helper.toml");
-    std::fs::write(
-        &config,
-        "[checks]\nnoise = [\"sh\", \"-c\", \"head -c 100000 /dev/zero | tr '\\\\0' '\\\\1'; head -c 100000 /dev/zero | tr '\\\\0' '\\\\1' >&2\"]\n",
-    )
-    .expect("config");
+    #[cfg(unix)]
+    let noise = "[checks]\nnoise = [\"sh\", \"-c\", \"head -c 100000 /dev/zero | tr '\\\\0' '\\\\1'; head -c 100000 /dev/zero | tr '\\\\0' '\\\\1' >&2\"]\n".to_string();
+    // Windows: about 100 KB on each stream from a `.cmd` check (cmd.exe
+    // cannot print control characters).
+    #[cfg(windows)]
+    let noise = {
+        let line = "x".repeat(50);
+        let script = format!(
+            "@echo off\r\nfor /l %%i in (1,1,2000) do @echo {line}\r\n\
+             for /l %%i in (1,1,2000) do @echo {line} 1>&2\r\n"
+        );
+        std::fs::write(project.outside().join("noise.cmd"), script).expect("noise.cmd");
+        format!(
+            "[checks.noise]\nargv = [\"noise\"]\nenv = {{ PATH = '{};{}' }}\n",
+            dunce::simplified(&project.outside()).display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    };
+    std::fs::write(&config, noise).expect("config");
     let server =
         Server::start_with(&project.root, &["--config", config.to_str().unwrap()], &[]).await;
     let hints = size_hints(&server).await;

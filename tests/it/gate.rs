@@ -554,8 +554,14 @@ async fn a_sibling_whose_name_starts_with_the_roots_is_outside() {
             .await;
         assert!(!message.contains(MARKER), "{message}");
     }
-    // A root spelled with a trailing slash changes nothing.
-    let spelled = format!("{}/", project.root.to_string_lossy());
+    // A root spelled with a trailing separator changes nothing. (Windows:
+    // `\`, since the temp root is in the verbatim `\\?\` form, where `/`
+    // is part of a name, not a separator.)
+    let spelled = format!(
+        "{}{}",
+        project.root.to_string_lossy(),
+        std::path::MAIN_SEPARATOR
+    );
     let server2 = Server::start(Path::new(&spelled)).await;
     server2
         .err(

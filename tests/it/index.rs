@@ -32,8 +32,11 @@ const WORDS: &[&str] = &[
     "use std;",
 ];
 
+#[cfg(not(windows))]
 const OFFSETS: [usize; 4] = [0, 0, 3, 17];
+#[cfg(not(windows))]
 const MAX_RESULTS: [usize; 3] = [5, 50, 200];
+#[cfg(not(windows))]
 const CONTEXT: [usize; 3] = [0, 0, 2];
 
 /// A small pseudo-random generator, so a failure repeats.
@@ -157,6 +160,9 @@ async fn same_answer(indexed: &Server, scanning: &Server, tool: &str, arguments:
     with_index.structured_content.unwrap_or(Value::Null)
 }
 
+// Not under Windows' test run: a 10,000-file tree, where Wine answers each
+// file open with a round trip to wineserver (see tools_list_find.rs).
+#[cfg(not(windows))]
 #[tokio::test]
 async fn indexed_answers_equal_scanned_answers() {
     let project = generated_tree(10_000);

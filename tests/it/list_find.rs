@@ -447,6 +447,11 @@ async fn find_returns_files_only_and_applies_the_same_ignore_rules() {
     server.stop().await;
 }
 
+// Not under Windows' test run: Wine answers each file open and canonical
+// path with a round trip to wineserver, so a call over thousands of entries
+// outlasts the client's 60 s timeout on a loaded 2-core machine. The
+// behaviour is platform-independent; the small-tree tests run on Windows.
+#[cfg(not(windows))]
 #[tokio::test]
 async fn find_max_results_truncates_and_is_clamped_to_1_through_1000() {
     let project = TempProject::new();

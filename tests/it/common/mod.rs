@@ -2,6 +2,7 @@
 //! to it over stdio, either through rmcp's client or as raw JSON lines.
 #![allow(dead_code)] // each test binary uses a different subset
 
+#[cfg(unix)]
 pub mod host_cli;
 
 use std::path::{Path, PathBuf};
