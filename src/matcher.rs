@@ -545,7 +545,9 @@ mod tests {
     ];
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        // The matcher is the same code on every platform; Windows' run (under
+        // Wine in CI) checks it with fewer cases.
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(windows) { 200 } else { 2000 }))]
 
         #[test]
         fn matches_as_grep_regex_does(
