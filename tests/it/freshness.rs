@@ -11,11 +11,17 @@
 
 use std::fs::{self, FileTimes};
 use std::path::Path;
+#[cfg(not(windows))]
 use std::process::Stdio;
+#[cfg(not(windows))]
 use std::time::Duration;
 
-use crate::common::{self, Server, StderrWatch, TempProject, matches, server_command, strings};
+use crate::common::{self, Server, TempProject, matches, strings};
+#[cfg(not(windows))]
+use crate::common::{StderrWatch, server_command};
+#[cfg(not(windows))]
 use rmcp::ServiceExt;
+#[cfg(not(windows))]
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
@@ -665,6 +671,7 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
 
 /// Starts the server with debug logging, watching its stderr for the tree
 /// model's readiness; also gives the server's pid.
+#[cfg(not(windows))]
 async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch, u32) {
     let mut command = server_command(Some(root), &["--log-level", "debug"]);
     for (key, value) in env {
