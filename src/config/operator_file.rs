@@ -575,14 +575,20 @@ globs = ["*.secret", "private/**"]
 
     #[test]
     fn index_cache_keys_and_validation() {
-        let file =
-            parse("[index]\npersist = false\ncache_dir = \"/var/cache/x\"\nmax_disk_mb = 10\n")
-                .unwrap();
+        let absolute = if cfg!(windows) {
+            r"C:\cache\x"
+        } else {
+            "/var/cache/x"
+        };
+        let file = parse(&format!(
+            "[index]\npersist = false\ncache_dir = {absolute:?}\nmax_disk_mb = 10\n"
+        ))
+        .unwrap();
         assert_eq!(
             file.index.cache(),
             IndexCacheConfig {
                 persist: false,
-                cache_dir: Some(PathBuf::from("/var/cache/x")),
+                cache_dir: Some(PathBuf::from(absolute)),
                 max_disk_mb: 10
             }
         );

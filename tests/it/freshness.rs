@@ -363,6 +363,7 @@ async fn exercise(server: &Server, project: &TempProject, round: usize) {
     project.write(&swap, format!("{swap_token}\n"));
     assert_eq!(search_files(server, &swap_token).await, vec![swap.clone()]);
     fs::remove_file(project.root.join(&swap)).expect("delete");
+    folder_where_a_file_was(&project.root.join(&swap));
     project.write(&format!("{swap}/inner.txt"), format!("{swap_token}\n"));
     assert_eq!(
         search_files(server, &swap_token).await,
@@ -667,6 +668,24 @@ async fn list(server: &Server, path: &str, depth: u64) -> Vec<String> {
         .iter()
         .map(|entry| entry["path"].as_str().expect("path").to_string())
         .collect()
+}
+
+/// Makes a folder where a file was just deleted. Where a deleted file's
+/// name stays taken while a handle to it is open (Wine, and Windows before
+/// POSIX delete semantics), the server may still be reading it for its
+/// index: the folder is made once the name is free.
+fn folder_where_a_file_was(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Err(error) = fs::create_dir(path) {
+        assert!(
+            error.kind() == std::io::ErrorKind::AlreadyExists
+                && !path.is_file()
+                && std::time::Instant::now() < deadline,
+            "make folder {}: {error}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Starts the server with debug logging, watching its stderr for the tree
