@@ -126,28 +126,6 @@ fn generated_tree(files: usize) -> TempProject {
     project
 }
 
-/// The indexed server (debug log in `log`) and a scanning one.
-async fn two_servers(project: &TempProject) -> (Server, Server) {
-    let outside = project.outside();
-    let log = outside.join("indexed.log");
-    let no_index = outside.join("no-index.toml");
-    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
-    let indexed = Server::start_with(
-        &project.root,
-        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
-        &[],
-    )
-    .await;
-    let scanning = Server::start_with(
-        &project.root,
-        &["--config", no_index.to_str().unwrap()],
-        &[],
-    )
-    .await;
-    wait_for_index(&log).await;
-    (indexed, scanning)
-}
-
 async fn same_answer(indexed: &Server, scanning: &Server, tool: &str, arguments: Value) -> Value {
     let with_index = indexed.call(tool, arguments.clone()).await;
     let without = scanning.call(tool, arguments.clone()).await;
@@ -170,7 +148,7 @@ async fn indexed_answers_equal_scanned_answers() {
     // such files are always candidates; let the tree settle so the index
     // really narrows.
     common::let_stamps_settle().await;
-    let (indexed, scanning) = two_servers(&project).await;
+    let (indexed, scanning) = common::indexed_and_scanning_servers(&project).await;
     let mut rng = Lcg(8);
     let literals: Vec<String> = (0..12)
         .map(|_| format!("ident_{}_0", rng.next() % 10_000))
@@ -305,7 +283,7 @@ fn exchange(a: &std::path::Path, b: &std::path::Path) {
 async fn unicode_case_folding_matches_with_the_index() {
     let project = generated_tree(200);
     common::let_stamps_settle().await;
-    let (indexed, scanning) = two_servers(&project).await;
+    let (indexed, scanning) = common::indexed_and_scanning_servers(&project).await;
     for (query, file, text) in [
         ("kelvin scale", "unicode/kelvin.txt", "\u{212A}elvin scale"),
         ("KELVIN SCALE", "unicode/kelvin.txt", "\u{212A}elvin scale"),
@@ -409,7 +387,7 @@ async fn a_tree_deeper_than_client_paths_answers_as_the_scan() {
     #[cfg(unix)]
     beyond_path_max(&project.root.join("far"));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (indexed, scanning) = two_servers(&project).await;
+    let (indexed, scanning) = common::indexed_and_scanning_servers(&project).await;
     let compare = async |round: &str| {
         let search = json!({"query": "deep_token", "max_results": 200});
         let out = same_answer(&indexed, &scanning, "search_project_files", search).await;

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{Server, TempProject, demo_root, text_of, wait_for_index};
+use crate::common::{Server, TempProject, demo_root, indexed_and_scanning_servers, text_of};
 
 /// The outline of `path`, or `None` when the server refused it with the
 /// parse budget's error: for hostile files whose parse time depends on the
@@ -249,23 +249,7 @@ async fn answers_do_not_depend_on_the_index() {
         "m1/target.py",
         "class Handler:\n    def handle(self):\n        pass\n",
     );
-    let outside = project.outside();
-    let log = outside.join("indexed.log");
-    let no_index = outside.join("no-index.toml");
-    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
-    let indexed = Server::start_with(
-        &project.root,
-        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
-        &[],
-    )
-    .await;
-    let scanning = Server::start_with(
-        &project.root,
-        &["--config", no_index.to_str().unwrap()],
-        &[],
-    )
-    .await;
-    wait_for_index(&log).await;
+    let (indexed, scanning) = indexed_and_scanning_servers(&project).await;
 
     // Written after the build: the index cannot vouch for these yet.
     project

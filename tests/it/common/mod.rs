@@ -350,6 +350,30 @@ pub async fn log_holds(log: &Path, line: &str, deadline: Duration) -> bool {
     }
 }
 
+/// A server whose index is built (its debug log `indexed.log` beside the
+/// root) and one with the index switched off, on the same project: what
+/// the differential tests compare.
+pub async fn indexed_and_scanning_servers(project: &TempProject) -> (Server, Server) {
+    let outside = project.outside();
+    let log = outside.join("indexed.log");
+    let no_index = outside.join("no-index.toml");
+    std::fs::write(&no_index, "[index]\nenabled = false\n").unwrap();
+    let indexed = Server::start_with(
+        &project.root,
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let scanning = Server::start_with(
+        &project.root,
+        &["--config", no_index.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    wait_for_index(&log).await;
+    (indexed, scanning)
+}
+
 /// Waits until the server logging to `log` (at debug level) has built its
 /// index, so that the build's own work is over.
 pub async fn wait_for_index(log: &Path) {
