@@ -525,69 +525,70 @@ async fn context_lines_of_a_file_with_a_byte_order_mark() {
         &[],
     )
     .await;
+    /// A query, its context lines, and the first match expected.
+    struct Case {
+        query: &'static str,
+        lines: u64,
+        file: &'static str,
+        line: u64,
+        text: &'static str,
+        before: &'static [&'static str],
+        after: &'static [&'static str],
+    }
+    let cases = [
+        Case {
+            query: "match_small",
+            lines: 2,
+            file: "small.txt",
+            line: 3,
+            text: "match_small",
+            before: &["before 1", "before 2"],
+            after: &["after 1", "after 2"],
+        },
+        Case {
+            query: "line 0",
+            lines: 1,
+            file: "large.txt",
+            line: 1,
+            text: "line 0",
+            before: &[],
+            after: &["line 1"],
+        },
+        Case {
+            query: "match_large",
+            lines: 2,
+            file: "large.txt",
+            line: 4_003,
+            text: "match_large",
+            before: &["line 3999", "line 4000"],
+            after: &["line 4001", "line 4002"],
+        },
+        Case {
+            query: "bad ",
+            lines: 1,
+            file: "large.txt",
+            line: 1_001,
+            text: "bad \u{FFFD}\u{FFFD} byte",
+            before: &["line 999"],
+            after: &["line 1000"],
+        },
+    ];
     for server in [&indexed, &scanning] {
-        let context = |out: &serde_json::Value| {
-            let hit = &out["matches"][0];
-            (
-                hit["line"].as_u64(),
-                hit["text"].as_str().map(str::to_string),
-                strings(&hit["before"]),
-                strings(&hit["after"]),
-            )
-        };
-        let out = server
-            .ok(
-                "search_project_files",
-                json!({"query": "match_small", "context_lines": 2}),
-            )
-            .await;
-        assert_eq!(
-            context(&out),
-            (
-                Some(3),
-                Some("match_small".to_string()),
-                vec!["before 1".to_string(), "before 2".to_string()],
-                vec!["after 1".to_string(), "after 2".to_string()],
-            )
-        );
-        let out = server
-            .ok(
-                "search_project_files",
-                json!({"query": "line 0", "context_lines": 1}),
-            )
-            .await;
-        assert_eq!(matches(&out)[0], hit("large.txt", 1, "line 0"));
-        assert_eq!(strings(&out["matches"][0]["before"]), Vec::<String>::new());
-        let out = server
-            .ok(
-                "search_project_files",
-                json!({"query": "match_large", "context_lines": 2}),
-            )
-            .await;
-        assert_eq!(
-            context(&out),
-            (
-                Some(4_003),
-                Some("match_large".to_string()),
-                vec!["line 3999".to_string(), "line 4000".to_string()],
-                vec!["line 4001".to_string(), "line 4002".to_string()],
-            )
-        );
-        let out = server
-            .ok(
-                "search_project_files",
-                json!({"query": "bad ", "context_lines": 1}),
-            )
-            .await;
-        assert_eq!(
-            context(&out),
-            (
-                Some(1_001),
-                Some("bad \u{FFFD}\u{FFFD} byte".to_string()),
-                vec!["line 999".to_string()],
-                vec!["line 1000".to_string()],
-            )
-        );
+        for case in &cases {
+            let out = server
+                .ok(
+                    "search_project_files",
+                    json!({"query": case.query, "context_lines": case.lines}),
+                )
+                .await;
+            let first = &out["matches"][0];
+            let query = case.query;
+            assert_eq!(first["file"], case.file, "{query}: {out}");
+            assert_eq!(first["line"], case.line, "{query}: {out}");
+            assert_eq!(first["text"], case.text, "{query}: {out}");
+            assert_eq!(strings(&first["before"]), case.before, "{query}: {out}");
+            assert_eq!(strings(&first["after"]), case.after, "{query}: {out}");
+        }
     }
     indexed.stop().await;
     scanning.stop().await;
