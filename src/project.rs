@@ -5,19 +5,16 @@
 //! `file://` URIs included, is here; asking the client is the server's).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::{RwLock, watch};
 
-use crate::cancel::Cancel;
 use crate::checks::CheckCatalog;
 use crate::config::{Config, canonical_dir};
 use crate::corpus::Corpus;
 use crate::index::TreeModel;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind, WalkOptions};
 
 #[derive(Debug)]
 pub struct Project {
@@ -213,7 +210,6 @@ impl ProjectSlot {
         match Project::open(config, root.clone()) {
             Ok(project) => {
                 tracing::info!(root = %root.display(), "project root taken from the client's roots");
-                log_if_large(&project);
                 self.replace(project).await;
                 true
             }
@@ -222,49 +218,6 @@ impl ProjectSlot {
                 false
             }
         }
-    }
-}
-
-/// More folders than this and the root is probably not one project; it is
-/// served, with one log line about what that costs.
-pub const MANY_FOLDERS: usize = 10_000;
-
-/// Counts the root's folders (as the walker sees them, ignore rules and
-/// skip list applied) on a thread of its own, up to [`MANY_FOLDERS`], and
-/// logs one line when there are more: an explicit choice is served, but
-/// the cost of indexing and watching that many folders should not be a
-/// surprise.
-pub fn log_if_large(project: &Project) {
-    let gate = project.gate.clone();
-    let spawned = std::thread::Builder::new()
-        .name("folder-count".to_string())
-        .spawn(move || {
-            let Ok(start) = gate.resolve(".") else {
-                return;
-            };
-            let folders = AtomicUsize::new(0);
-            let options = WalkOptions {
-                include_ignored: false,
-                cancel: Cancel::never(),
-            };
-            let count = |_: &str, kind: EntryKind| {
-                if kind == EntryKind::Dir
-                    && folders.fetch_add(1, Ordering::Relaxed) + 1 > MANY_FOLDERS
-                {
-                    options.cancel.cancel();
-                }
-                false
-            };
-            let _ = walk::walk_picked(&gate, &start, None, &options, &count, 0);
-            if folders.load(Ordering::Relaxed) > MANY_FOLDERS {
-                tracing::warn!(
-                    root = %gate.root().display(),
-                    "the project root holds more than {MANY_FOLDERS} folders: indexing and watching them all costs memory, CPU and file watches for as long as the server runs; if this is not the project you meant, name a smaller folder with --root"
-                );
-            }
-        });
-    if let Err(error) = spawned {
-        tracing::debug!(error = %error, "cannot count the root's folders");
     }
 }
 

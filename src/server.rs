@@ -669,7 +669,6 @@ async fn serve(config: Config) -> i32 {
                     version = env!("CARGO_PKG_VERSION"),
                     "serving MCP on stdio"
                 );
-                crate::project::log_if_large(&project);
                 Ok(project)
             }
             Err(error) => {

@@ -91,6 +91,11 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 /// walker's own sorted walk) into the file list and hands it to calls, then
 /// reads and indexes every file on the side and installs the index. `None`
 /// when cancelled, over the memory limit, or the root cannot be walked.
+/// More folders than this and the root is probably not one project: it is
+/// served, with one log line (from the file list the build walks anyway)
+/// about what indexing and watching that many folders costs.
+const MANY_FOLDERS: usize = 10_000;
+
 pub(super) fn build(shared: &Shared) -> Option<()> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
@@ -100,6 +105,13 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         live.tree.entry_count(),
         started.elapsed().as_millis()
     );
+    let folders = live.tree.folder_count();
+    if folders > MANY_FOLDERS {
+        tracing::warn!(
+            root = %shared.gate.root().display(),
+            "the project root holds more than {MANY_FOLDERS} folders ({folders}): indexing and watching them all costs memory, CPU and file watches for as long as the server runs; if this is not the project you meant, name a smaller folder with --root"
+        );
+    }
     let list_bytes = live.bytes();
     let cache = shared.cache.get();
     if let Some((cache, budget)) = cache

@@ -328,6 +328,13 @@ impl Tree {
         self.nodes.len()
     }
 
+    pub fn folder_count(&self) -> usize {
+        self.nodes
+            .values()
+            .filter(|node| node.kind == EntryKind::Dir)
+            .count()
+    }
+
     /// Paths, nodes and fresh trigram sets, in bytes.
     pub fn bytes(&self) -> usize {
         self.ledger.bytes
