@@ -155,6 +155,9 @@ pub fn find_definitions(
             |file: FileDefinitions| {
                 found.unparsed.extend(file.unparsed);
                 for definition in file.definitions {
+                    if found.page.len() >= wanted {
+                        break;
+                    }
                     if found.skipped < input.offset {
                         found.skipped += 1;
                         continue;
@@ -431,6 +434,41 @@ mod tests {
             paged.extend(output.definitions);
         }
         assert_eq!(paged, all.definitions);
+    }
+
+    /// Many files, read on several threads in batches: pages still follow
+    /// the path order.
+    #[test]
+    fn pages_across_many_files_keep_path_order() {
+        let sources: Vec<(String, String)> = (0..150)
+            .map(|i| {
+                (
+                    format!("d{}/m{i:03}.py", i % 3),
+                    format!("x = 1\ndef f():\n    return {i}\n"),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(path, source)| (path.as_str(), source.as_str()))
+            .collect();
+        let (_dir, gate) = temp_project(&files);
+        let mut expected: Vec<&str> = files.iter().map(|(path, _)| *path).collect();
+        expected.sort_by(|a, b| crate::walk::path_order(a, b));
+        let mut seen = Vec::new();
+        for page in 0..4 {
+            let output = find(
+                &gate,
+                &DefinitionsInput {
+                    max_results: 40,
+                    offset: page * 40,
+                    ..input("f")
+                },
+            );
+            assert_eq!(output.truncated, page < 3, "page {page}");
+            seen.extend(output.definitions.into_iter().map(|d| d.file));
+        }
+        assert_eq!(seen, expected);
     }
 
     #[test]
