@@ -525,6 +525,62 @@ mod tests {
     }
 
     #[test]
+    fn an_index_kept_on_disk_in_several_segments_answers_as_the_one_in_memory() {
+        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 400 }, 5);
+        let cache_dir = tempfile::tempdir().unwrap();
+        let config = IndexCacheConfig {
+            cache_dir: Some(cache_dir.path().to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        let on_disk = |config: &IndexCacheConfig| {
+            std::thread::sleep(Duration::from_millis(250));
+            let model = TreeModel::new(&gate, &IndexConfig::default());
+            model.keep_on_disk(config);
+            model.start();
+            wait_until_settled(&model);
+            assert!(model.is_ready());
+            model
+        };
+        let written = on_disk(&config);
+        let cache = RootCache::locate(&config, gate.root()).unwrap();
+        let segments = cache.committed().unwrap();
+        assert!(segments.len() > 1, "one segment: {segments:?}");
+        // The next session maps them as they are: nothing changed.
+        let restored = on_disk(&config);
+        assert_eq!(cache.committed().unwrap(), segments);
+        let in_memory = ready_model(&gate);
+        let mut patterns: Vec<(&str, bool)> = WORDS.iter().map(|word| (*word, false)).collect();
+        patterns.extend([
+            (r"fn \w+", true),
+            (r"(needle|zebra) \d", true),
+            (r"\w+", true),
+        ]);
+        for (pattern, regex) in patterns {
+            for case_insensitive in [false, true] {
+                let query = ContentQuery {
+                    pattern,
+                    regex,
+                    case_insensitive,
+                };
+                let expected = candidate_names(&in_memory, &gate, &query);
+                assert_eq!(
+                    candidate_names(&written, &gate, &query),
+                    expected,
+                    "{query:?}"
+                );
+                assert_eq!(
+                    candidate_names(&restored, &gate, &query),
+                    expected,
+                    "{query:?}"
+                );
+                for found in true_matches(&gate, &query) {
+                    assert!(expected.contains(&found), "{query:?} misses {found}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn changes_are_seen_by_the_next_call() {
         let (_dir, gate) = generated_tree(50, 3);
         let model = ready_model(&gate);
