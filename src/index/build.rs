@@ -127,6 +127,8 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    shared.restoring.store(false, Ordering::Release);
+    shared.left_building.notify_all();
     let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
     let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
     if let Some(writer) = writer
@@ -213,6 +215,8 @@ fn serve_from_cache(
         to_read.len()
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    shared.restoring.store(false, Ordering::Release);
+    shared.left_building.notify_all();
     let mut indexer = Indexer::default();
     let mut batch = Vec::with_capacity(ADOPT_BATCH);
     for (at, relative) in to_read.iter().enumerate() {

@@ -25,7 +25,9 @@ impl Pacer {
     /// Waits while tool calls run, between two files or entries, where the
     /// build holds no lock a call could need.
     pub(super) fn yield_to_calls(&mut self, shared: &Shared) {
-        let busy = || shared.calls.load(Ordering::Relaxed) > 0;
+        // Calls waiting for the build to serve the index from disk are
+        // waiting for this very work.
+        let busy = || shared.calls.load(Ordering::Relaxed) > shared.waiting.load(Ordering::Relaxed);
         if !busy()
             || self
                 .working_until
