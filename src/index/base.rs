@@ -32,8 +32,10 @@ pub(super) const NAME_BYTES: usize = 56;
 #[derive(Default)]
 pub(super) struct BaseIndex {
     pub(super) shard: BasePostings,
-    /// The first name of each id.
+    /// The first name of each id from `names_from` on; those of the ids
+    /// before it are read from their segments.
     pub(super) names: Vec<BaseName>,
+    pub(super) names_from: u32,
     /// The other names of files indexed under a first name, in path order.
     pub(super) other_names: Vec<(u32, BaseName)>,
     /// Positions in `other_names`, sorted by id.
@@ -76,6 +78,16 @@ impl BasePostings {
     /// Adds the layer of the ids after the last layer's.
     pub(super) fn push(&mut self, layer: Layer) {
         self.layers.push(layer);
+    }
+
+    /// The layer holding id `id`.
+    fn layer_of(&self, id: u32) -> Option<&Layer> {
+        let after = self
+            .layers
+            .partition_point(|layer| layer.id_range().end <= id);
+        self.layers
+            .get(after)
+            .filter(|layer| layer.id_range().contains(&id))
     }
 
     /// Whether every layer is a segment on disk.
@@ -173,6 +185,24 @@ impl PostingLists for BasePostings {
     }
 }
 
+/// The first name of a base file, with what a listing of it needs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NameOf<'a> {
+    pub(super) name: &'a str,
+    pub(super) size: u64,
+    pub(super) ino: Option<u64>,
+}
+
+impl<'a> From<&'a BaseName> for NameOf<'a> {
+    fn from(name: &'a BaseName) -> Self {
+        NameOf {
+            name: &name.key.0,
+            size: name.size,
+            ino: name.ino,
+        }
+    }
+}
+
 /// A name of a base file, with what a listing of it needs: the file list
 /// is not consulted for candidates that did not change since the build.
 pub(super) struct BaseName {
@@ -189,6 +219,10 @@ impl BaseName {
             ino: stamp.inode(),
         }
     }
+
+    fn bytes(&self) -> usize {
+        self.key.0.len() + NAME_BYTES
+    }
 }
 
 impl BaseIndex {
@@ -203,6 +237,11 @@ impl BaseIndex {
     ) {
         self.key_bytes += relative.len() + NAME_BYTES;
         self.names.push(BaseName::new(relative, stamp));
+        self.push_filter(id, filter);
+    }
+
+    /// Gives base id `id` its filter, if any (ids in increasing order).
+    pub(super) fn push_filter(&mut self, id: u32, filter: Option<GramFilter>) {
         if let Some(filter) = filter {
             self.filter_bytes += filter.bytes();
             self.filters.push((id, filter));
@@ -259,6 +298,39 @@ impl BaseIndex {
 
     pub(super) fn bytes(&self) -> usize {
         self.shard.bytes() + self.key_bytes + self.filter_bytes
+    }
+
+    /// The first name of base file `id`.
+    pub(super) fn name(&self, id: u32) -> Option<NameOf<'_>> {
+        if id >= self.names_from {
+            return self
+                .names
+                .get((id - self.names_from) as usize)
+                .map(NameOf::from);
+        }
+        let Layer::Mapped { first_id, segment } = self.shard.layer_of(id)? else {
+            return None;
+        };
+        let file = segment.file(id - first_id)?;
+        Some(NameOf {
+            name: file.name,
+            size: file.stamp.size(),
+            ino: file.stamp.inode(),
+        })
+    }
+
+    /// Forgets the heap names of the ids before `id`: a segment names them.
+    pub(super) fn names_mapped_before(&mut self, id: u32) {
+        let mapped = id.saturating_sub(self.names_from) as usize;
+        self.names.drain(..mapped.min(self.names.len()));
+        self.names.shrink_to_fit();
+        self.key_bytes = self.names.iter().map(BaseName::bytes).sum::<usize>()
+            + self
+                .other_names
+                .iter()
+                .map(|(_, name)| name.bytes() + 8)
+                .sum::<usize>();
+        self.names_from = self.names_from.max(id);
     }
 
     /// Base file `id`'s filter, when it has one.

@@ -457,6 +457,7 @@ fn spill(
     match written {
         Ok(layer) => {
             base.shard.push(layer);
+            base.names_mapped_before(merged.id_range().end);
             true
         }
         Err(error) => {

@@ -716,7 +716,12 @@ mod tests {
         let State::Ready(live) = &*state else {
             panic!("the model is ready");
         };
-        let first_names = live.base.names.iter().enumerate();
+        let first_names = live
+            .base
+            .names
+            .iter()
+            .enumerate()
+            .map(|(at, name)| (at + live.base.names_from as usize, name));
         let other_names = live
             .base
             .other_names

@@ -79,7 +79,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
             let filter = file
                 .filter
                 .and_then(|(case, words)| GramFilter::from_parts(case, words));
-            base.push(id, file.name, &file.stamp, filter);
+            base.push_filter(id, filter);
             // Adopted only by a settled file of the same stamp, not indexed yet.
             if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
                 restored.unchanged += 1;
@@ -96,6 +96,8 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
         base.shard.push(Layer::Mapped { first_id, segment });
         first_id = next;
     }
+    // Names are read from the segments.
+    base.names_mapped_before(first_id);
     base.seal();
     live.base = base;
     tracing::debug!(

@@ -115,8 +115,8 @@ pub(super) fn records<'a>(
             // Another name of a file already listed.
             continue;
         }
-        let first_name = base.names.get(id as usize)?;
-        if id != next || first_name.key.0 != *relative {
+        let first_name = base.name(id)?;
+        if id != next || first_name.name != relative {
             return None;
         }
         let filter = base.filter(id).map(|filter| {
