@@ -87,10 +87,8 @@ struct Shared {
     /// Tool calls in progress: the build pauses while there are any.
     calls: AtomicUsize,
     /// The build is serving a committed index from disk: calls wait for
-    /// it (a while) rather than scan.
+    /// it (a while) rather than scan, and the build does not pause.
     restoring: AtomicBool,
-    /// Calls waiting for it: they do not make the build pause.
-    waiting: AtomicUsize,
     /// Signalled when the state leaves [`State::Building`].
     left_building: Condvar,
     /// Where the index is kept between sessions, and the disk budget of
@@ -100,9 +98,8 @@ struct Shared {
 
 /// How long a call waits for an index being served from disk before it
 /// walks instead: serving it takes the walk of the file list and a look at
-/// every file's stamp, a fraction of what the scan of a large tree reads;
-/// on a small tree both are quick.
-const RESTORE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// every file's stamp, a fraction of what a scan reads on any tree.
+const RESTORE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Shared {
     fn new(gate: &PathGate, limit_bytes: usize, change_notifications: bool, enabled: bool) -> Self {
@@ -116,7 +113,6 @@ impl Shared {
             building: AtomicBool::new(enabled),
             calls: AtomicUsize::new(0),
             restoring: AtomicBool::new(false),
-            waiting: AtomicUsize::new(0),
             left_building: Condvar::new(),
             cache: OnceLock::new(),
         }
@@ -324,14 +320,12 @@ impl TreeModel {
         walk::ensure_readable(start).ok()?;
         let mut state = self.shared.state.lock().ok()?;
         if self.shared.restoring.load(Ordering::Acquire) {
-            self.shared.waiting.fetch_add(1, Ordering::Relaxed);
             let waited =
                 self.shared
                     .left_building
                     .wait_timeout_while(state, RESTORE_WAIT, |state| {
                         matches!(state, State::Building)
                     });
-            self.shared.waiting.fetch_sub(1, Ordering::Relaxed);
             state = waited.ok()?.0;
         }
         let State::Ready(live) = &mut *state else {
