@@ -127,7 +127,10 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    shared.restoring.store(false, Ordering::Release);
+    if shared.restoring.swap(false, Ordering::AcqRel) {
+        // The cache could not be used: this is a build after all.
+        lower_priority();
+    }
     shared.left_building.notify_all();
     let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
     let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
@@ -217,6 +220,7 @@ fn serve_from_cache(
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     shared.restoring.store(false, Ordering::Release);
     shared.left_building.notify_all();
+    lower_priority();
     let mut indexer = Indexer::default();
     let mut batch = Vec::with_capacity(ADOPT_BATCH);
     for (at, relative) in to_read.iter().enumerate() {

@@ -211,7 +211,11 @@ impl TreeModel {
         let spawned = std::thread::Builder::new()
             .name("index-build".into())
             .spawn(move || {
-                lower_priority();
+                // Serving a committed index runs as calls do: they wait
+                // for it. It lowers its priority once the index serves.
+                if !building.restoring.load(Ordering::Acquire) {
+                    lower_priority();
+                }
                 let built = build(&building).is_some();
                 if !built && let Ok(mut state) = building.state.lock() {
                     *state = State::Off;
