@@ -255,7 +255,7 @@ fn serve_from_cache(
         _ => return None,
     };
     tracing::debug!(
-        "index ready: the cache's segment and {} files read cover the tree, in {} ms",
+        "index ready: the cache's segments and {} files read cover the tree, in {} ms",
         to_read.len(),
         from_cache.started.elapsed().as_millis()
     );
@@ -498,10 +498,15 @@ pub(super) fn index_contents(
     let shard_pairs = SHARD_PAIRS.min(shared.limit_bytes / 64).max(1024);
     let mut builder = ShardBuilder::new(0, shard_pairs);
     // Filters are left out from the start unless the file list, trigrams
-    // of about a tenth of the bytes (6-7 % measured on source trees) and
-    // the filters all fit: building them only to drop them costs the
-    // build most of its time on a large tree.
-    let trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    // of about a tenth of the bytes (6-7 % measured on source trees; those
+    // of a run and its merge when they go to disk) and the filters all
+    // fit: building them only to drop them costs the build most of its
+    // time on a large tree.
+    let spill_bytes = SPILL_BYTES.min(shared.limit_bytes / 8);
+    let mut trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    if writer.is_some() {
+        trigram_estimate = trigram_estimate.min(2 * spill_bytes);
+    }
     let without_filters = list_bytes
         .saturating_add(trigram_estimate)
         .saturating_add(listed.filter_bytes)
@@ -519,7 +524,6 @@ pub(super) fn index_contents(
     let mut sealed_bytes = 0;
     // Where in `files` the ids of the lists not written yet begin.
     let mut unwritten_from = 0;
-    let spill_bytes = SPILL_BYTES.min(shared.limit_bytes / 8);
     for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;

@@ -29,6 +29,11 @@ impl<'a> SegmentWriter<'a> {
     /// it (then this build keeps its lists in memory).
     pub(super) fn open(cache: &'a RootCache, max_disk_bytes: u64) -> Option<Self> {
         let locked = cache.create().and_then(|()| cache.try_lock_writer());
+        if let Ok(Some(lock)) = &locked
+            && let Err(error) = cache.remove_uncommitted(lock)
+        {
+            tracing::debug!("index cache: {error}; what a killed writer left stays");
+        }
         match locked {
             Ok(Some(lock)) => Some(SegmentWriter {
                 cache,
