@@ -214,6 +214,92 @@ pub fn walk_picked(
     Ok(confirmed)
 }
 
+/// Every visible entry below `start`, as [`walk`] finds them, made into a
+/// `T` on the walking threads, in [`path_order`]: for a caller that needs
+/// something of every entry (the tree model's file list: a `stat` each),
+/// which [`walk_sorted`] would do on one thread. `per_thread` gives each
+/// walking thread its `make`, which gets the root-relative path, the path
+/// and the kind; an entry it returns `None` for is left out. Folders are
+/// confirmed through the root handle before their entries are looked at
+/// (see the module notes).
+pub fn walk_made<T, Make>(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    options: &WalkOptions,
+    per_thread: &(dyn Fn() -> Make + Sync),
+) -> io::Result<Vec<(String, T)>>
+where
+    T: Send,
+    Make: FnMut(&str, &Path, EntryKind) -> Option<T> + Send,
+{
+    ensure_readable(start)?;
+    let (sender, receiver) = mpsc::channel();
+    let rules = rule_tree(gate, start, options.include_ignored);
+    builder(gate, start, None, rules.clone(), Folders::ConfirmedOnEntry)
+        .threads(worker_threads())
+        .build_parallel()
+        .run(|| {
+            let mut made = Made(Vec::new(), sender.clone());
+            let mut make = per_thread();
+            let gate = gate.clone();
+            let rules = rules.clone();
+            let cancel = options.cancel.clone();
+            Box::new(move |result| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                let Ok(found) = result else {
+                    return WalkState::Continue;
+                };
+                let Some(file_type) = found.file_type().filter(|_| found.depth() > 0) else {
+                    return WalkState::Continue;
+                };
+                if file_type.is_dir() && !entered(&gate, &found, rules.as_deref()) {
+                    return WalkState::Skip;
+                }
+                let Some(relative) = relative_to(gate.root(), found.path()) else {
+                    return WalkState::Continue;
+                };
+                if !file_type.is_dir() && gate.is_denied_entry(&relative) {
+                    return WalkState::Continue;
+                }
+                if let Some(value) = make(&relative, found.path(), EntryKind::of(file_type)) {
+                    made.0.push((relative.into_owned(), value));
+                }
+                WalkState::Continue
+            })
+        });
+    drop(sender);
+    let mut entries = Vec::new();
+    for part in receiver {
+        if entries.is_empty() {
+            entries = part;
+        } else {
+            entries.extend(part);
+        }
+    }
+    if options.cancel.is_cancelled() {
+        return Err(io::Error::new(
+            io::ErrorKind::Interrupted,
+            "the walk was cancelled",
+        ));
+    }
+    // In place: the entries may be most of what the caller will hold.
+    entries.sort_unstable_by(|a, b| path_order(&a.0, &b.0));
+    Ok(entries)
+}
+
+/// What one thread of [`walk_made`] made, sent to the caller when the
+/// thread ends.
+struct Made<T>(Vec<(String, T)>, mpsc::Sender<Vec<(String, T)>>);
+
+impl<T> Drop for Made<T> {
+    fn drop(&mut self) {
+        // The receiver outlives the walk; a send cannot fail.
+        let _ = self.1.send(std::mem::take(&mut self.0));
+    }
+}
+
 /// The first `wanted` entries (in [`path_order`]) that one thread of a
 /// parallel walk picked; sent to the caller when the thread ends. An entry
 /// after all of them is let go before it is even built, so a find of
@@ -410,6 +496,20 @@ fn sorted(
         }
     }
     Ok(())
+}
+
+/// Whether `relative`, made by the walker from `path` below `root`, leads
+/// back to it: false when a name on the way is not Unicode, so that its
+/// text holds replacement characters.
+pub fn leads_back(root: &Path, relative: &str, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        crate::security::bytes_below_root(root, path) == Some(relative.as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        root.join(relative).components().eq(path.components())
+    }
 }
 
 /// Sorted by path, compared folder by folder (as a sorted depth-first walk
