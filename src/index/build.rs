@@ -47,6 +47,13 @@ pub(super) fn return_freed_memory() {
     }
 }
 
+/// Switches the model off (calls then scan the tree): what it held goes
+/// back to the system, not only to the allocator.
+pub(super) fn switch_off(state: &mut State) {
+    drop(std::mem::replace(state, State::Off));
+    return_freed_memory();
+}
+
 /// The build yields the CPU to tool calls: the first search of a session
 /// must not wait for it, even while it walks the file list. The lowest
 /// priority each platform offers a thread: nice 19 on Linux, background
@@ -314,9 +321,7 @@ pub(super) fn keep_indexing(shared: &Shared) {
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
-            *state = State::Off;
-            drop(state);
-            return_freed_memory();
+            switch_off(&mut state);
             return;
         }
         let idle = !live.tree.has_unread();
