@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use super::ngram::FileGrams;
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::security::PathGate;
-use crate::walk::{self, EntryKind, Stamp};
+use crate::walk::{self, EntryKind, Stamp, Stamper};
 
 mod refresh;
 
@@ -746,13 +746,29 @@ pub fn make_node(
 }
 
 /// [`make_node`] for the build's list: a file's contents are
-/// [`Content::Listed`], for the build to read.
-pub fn make_listed_node(gate: &PathGate, kind: EntryKind, relative: &str, real: &Path) -> Node {
-    let mut node = make_node(gate, kind, relative, real, None);
-    if matches!(node.content, Content::Unread) {
-        node.content = Content::Listed;
+/// [`Content::Listed`], for the build to read; files are stamped by
+/// `stamper`, which keeps their folder open.
+pub fn make_listed_node(
+    gate: &PathGate,
+    stamper: &mut Stamper,
+    kind: EntryKind,
+    relative: &str,
+    real: &Path,
+) -> Node {
+    if kind != EntryKind::File || !walk::leads_back(gate.root(), relative, real) {
+        return make_node(gate, kind, relative, real, None);
     }
-    node
+    let seen_at = SystemTime::now();
+    let stamp = stamper.lstat(real);
+    Node {
+        stamp,
+        content: Content::Listed,
+        first_seen: Seen::of(seen_at),
+        ignores: None,
+        kind,
+        settled: stamp.is_some_and(|s| s.is_trusted(seen_at, seen_at)),
+        lossy: false,
+    }
 }
 
 /// Where the entries below `dir` start in path order: right after it.

@@ -177,6 +177,21 @@ impl Stamp {
         Ok((metadata, stamp))
     }
 
+    /// The stamp of the `stat` of an entry, as [`Stamp::of`] makes it from
+    /// the same entry's metadata.
+    #[cfg(target_os = "linux")]
+    fn of_stat(stat: &rustix::fs::Stat) -> Self {
+        Self {
+            len: stat.st_size as u64,
+            modified: Time::new(stat.st_mtime, stat.st_mtime_nsec as i64),
+            changed: Time::new(stat.st_ctime, stat.st_ctime_nsec as i64),
+            inode: stat.st_ino,
+            device: stat.st_dev,
+            mode: stat.st_mode,
+            links: links(stat.st_nlink),
+        }
+    }
+
     pub fn size(&self) -> u64 {
         self.len
     }
@@ -239,10 +254,63 @@ impl Stamp {
     }
 }
 
+/// Stamps entries as a walk meets them, folder by folder: on Linux each
+/// `stat` is made relative to the entry's folder, held open, where a
+/// `stat` by path looks every folder on the way up again (most of what a
+/// stat of a deep file costs). The folder is opened by path, as the `stat`
+/// by path would have walked it: what is stamped is the same entry.
+#[derive(Default)]
+pub struct Stamper {
+    #[cfg(target_os = "linux")]
+    held: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
+}
+
+impl Stamper {
+    /// The stamp of what is at `path` (a final symlink not followed).
+    pub fn lstat(&mut self, path: &Path) -> Option<Stamp> {
+        #[cfg(target_os = "linux")]
+        if let (Some(folder), Some(name)) = (path.parent(), path.file_name()) {
+            use rustix::fs::{AtFlags, Mode, OFlags};
+            let held =
+                |(known, _): &(std::path::PathBuf, _)| known.as_os_str() == folder.as_os_str();
+            if !self.held.as_ref().is_some_and(held) {
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                self.held = rustix::fs::open(folder, flags, Mode::empty())
+                    .ok()
+                    .map(|fd| (folder.to_path_buf(), fd));
+            }
+            if let Some((_, fd)) = &self.held {
+                return rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .ok()
+                    .map(|stat| Stamp::of_stat(&stat));
+            }
+        }
+        Stamp::lstat(path).ok().map(|(_, stamp)| stamp)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs::FileTimes;
+
+    #[test]
+    fn a_stamper_stamps_as_a_stat_by_path_does() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "x").expect("write");
+        std::fs::hard_link(&file, dir.path().join("b.txt")).expect("link");
+        std::fs::create_dir(dir.path().join("sub")).expect("folder");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("a.txt", dir.path().join("link")).expect("symlink");
+        let mut stamper = Stamper::default();
+        for name in ["a.txt", "b.txt", "sub", "link", "gone", "a.txt"] {
+            let path = dir.path().join(name);
+            let by_path = Stamp::lstat(&path).ok().map(|(_, stamp)| stamp);
+            assert_eq!(stamper.lstat(&path), by_path, "{name}");
+        }
+        assert_eq!(stamper.lstat(&file).map(|s| s.links()), Some(2));
+    }
 
     #[test]
     fn a_stamp_is_compact_and_survives_its_bytes() {
