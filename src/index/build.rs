@@ -2,9 +2,8 @@
 //! reads and indexes every file on the side and installs the index.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::base::{BaseIndex, Layer, SPILL_BYTES};
@@ -16,11 +15,11 @@ use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
 use super::restore::{Restored, restore};
 use super::save::{SegmentWriter, records};
-use super::tree::{Content, Tree};
+use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
-use crate::walk::{self, EntryKind, Stamp, WalkOptions};
+use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
 /// scratch each while sorting, so the build's scratch stays near 8 MiB
@@ -47,6 +46,13 @@ pub(super) fn return_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Switches the model off (calls then scan the tree): what it held goes
+/// back to the system, not only to the allocator.
+pub(super) fn switch_off(state: &mut State) {
+    drop(std::mem::replace(state, State::Off));
+    return_freed_memory();
 }
 
 /// The build yields the CPU to tool calls: the first search of a session
@@ -102,9 +108,11 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     let mut pacer = Pacer::default();
     let (mut live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
-        "index: file list of {} entries ready in {} ms",
+        "index: file list of {} entries ready in {} ms, {} bytes held ({} an entry)",
         live.tree.entry_count(),
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        live.tree.bytes(),
+        live.tree.bytes_per_entry(),
     );
     let folders = live.tree.folder_count();
     if folders > MANY_FOLDERS {
@@ -152,6 +160,7 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
             live.tree.lose_base(&relative);
         }
     }
+    live.tree.finish_listing();
     live.base = indexed.base;
     live.without_filters = indexed.without_filters;
     if !live.fits(shared.limit_bytes) {
@@ -205,9 +214,12 @@ fn serve_from_cache(
         .files
         .iter()
         .filter(|relative| {
-            live.tree
-                .get(relative)
-                .is_some_and(|(_, node)| matches!(node.content, Content::Always | Content::Unread))
+            live.tree.get(relative).is_some_and(|(_, node)| {
+                matches!(
+                    node.content,
+                    Content::Always | Content::Unread | Content::Listed
+                )
+            })
         })
         .cloned()
         .collect();
@@ -250,8 +262,11 @@ fn serve_from_cache(
             }
         }
     }
-    let held = match &*shared.state.lock().ok()? {
-        State::Ready(live) => live.bytes(),
+    let held = match &mut *shared.state.lock().ok()? {
+        State::Ready(live) => {
+            live.tree.finish_listing();
+            live.bytes()
+        }
         _ => return None,
     };
     tracing::debug!(
@@ -321,9 +336,7 @@ pub(super) fn keep_indexing(shared: &Shared) {
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
-            *state = State::Off;
-            drop(state);
-            return_freed_memory();
+            switch_off(&mut state);
             return;
         }
         let idle = !live.tree.has_unread();
@@ -364,6 +377,9 @@ fn next_unread(shared: &Shared, indexer: &mut Indexer) -> Option<Vec<(String, St
 /// Walks the root into a file list (contents not read yet), with the change
 /// watcher started first so that nothing changed meanwhile is missed.
 /// Returns the model without an index and the files to index, in order.
+///
+/// The walk and a `stat` of every entry run on the walker's threads; the
+/// sorted entries then fill the tree's map in bulk.
 pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
     let root = shared.gate.root();
     // Watching reads every folder: it too yields to calls.
@@ -373,52 +389,71 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         in_skipped_folder(root),
         &mut || pacer.yield_to_calls(shared),
     );
+    let walk_started = Instant::now();
     let start = shared.gate.resolve(".").ok()?;
-    let mut tree = Tree::new(&shared.gate);
-    let mut listed = Listed::default();
-    let mut linked = HashSet::new();
-    let mut over_limit = false;
-    walk::walk_sorted(
-        &shared.gate,
-        &start,
-        None,
-        &WalkOptions::default(),
-        |found| {
+    let options = WalkOptions::default();
+    // What the entries made so far hold, to stop at the memory limit.
+    let held = AtomicUsize::new(0);
+    let over_limit_seen = AtomicBool::new(false);
+    let per_thread = || {
+        let mut pacer = Pacer::default();
+        let mut stamper = Stamper::default();
+        let (gate, held, over_limit, cancel) =
+            (&shared.gate, &held, &over_limit_seen, &options.cancel);
+        move |relative: &str, real: &Path, kind| {
             if shared.cancelled.load(Ordering::Relaxed) {
-                return ControlFlow::Break(());
+                cancel.cancel();
+                return None;
             }
             pacer.yield_to_calls(shared);
-            let node = tree.make_node(found.kind, &found.relative, &found.path);
-            if node.kind == EntryKind::File && !node.lossy {
-                let size = node.size().unwrap_or(0);
-                // A file with several names is read under the first only.
-                let first_name = node
-                    .stamp
-                    .and_then(|stamp| stamp.linked_identity())
-                    .is_none_or(|identity| linked.insert(identity));
-                if size <= MAX_SEARCHED_BYTES && first_name {
-                    listed.bytes += size;
-                    listed.filter_bytes += GramFilter::bytes_for(size);
-                }
-                listed.files.push(found.relative.clone());
+            let node = make_listed_node(gate, &mut stamper, kind, relative, real);
+            let bytes =
+                size_of::<(String, Node)>() + heap_bytes(relative.len()) + node.heap_bytes();
+            if held.fetch_add(bytes, Ordering::Relaxed) + bytes > shared.limit_bytes {
+                over_limit.store(true, Ordering::Relaxed);
+                cancel.cancel();
             }
-            tree.insert(found.relative, node);
-            if tree.bytes() > shared.limit_bytes {
-                over_limit = true;
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        },
-    )
-    .ok()?;
-    if over_limit {
+            Some(node)
+        }
+    };
+    let walked = walk::walk_made(&shared.gate, &start, &options, &per_thread);
+    let over_limit = |shared: &Shared| {
         tracing::info!(
             "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
             shared.limit_bytes / (1024 * 1024)
         );
+    };
+    if over_limit_seen.load(Ordering::Relaxed) {
+        over_limit(shared);
         return None;
     }
-    if shared.cancelled.load(Ordering::Relaxed) {
+    // Cancelled, or the root cannot be read.
+    let entries = walked.ok()?;
+    let walk_ms = walk_started.elapsed().as_millis();
+    let mut listed = Listed::default();
+    let mut linked = HashSet::new();
+    for (relative, node) in &entries {
+        if node.kind == EntryKind::File && !node.lossy {
+            let size = node.size().unwrap_or(0);
+            // A file with several names is read under the first only.
+            let first_name = node
+                .stamp
+                .and_then(|stamp| stamp.linked_identity())
+                .is_none_or(|identity| linked.insert(identity));
+            if size <= MAX_SEARCHED_BYTES && first_name {
+                listed.bytes += size;
+                listed.filter_bytes += GramFilter::bytes_for(size);
+            }
+            listed.files.push(relative.clone());
+        }
+    }
+    let tree = Tree::with_entries(&shared.gate, entries);
+    tracing::debug!(
+        "index: walked {} entries in {walk_ms} ms",
+        tree.entry_count()
+    );
+    if tree.bytes() + listed_bytes(&listed) > shared.limit_bytes {
+        over_limit(shared);
         return None;
     }
     let live = Live {
@@ -429,6 +464,16 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         without_filters: false,
     };
     Some((live, listed))
+}
+
+/// What the list of files to index holds, in bytes.
+fn listed_bytes(listed: &Listed) -> usize {
+    heap_bytes(listed.files.capacity() * size_of::<String>())
+        + listed
+            .files
+            .iter()
+            .map(|relative| heap_bytes(relative.len()))
+            .sum::<usize>()
 }
 
 /// The files the build will index, in order, and what indexing them is
@@ -542,7 +587,7 @@ pub(super) fn index_contents(
                 Content::Base(id)
             }
             Content::Fresh(grams) => {
-                let FileGrams { trigrams, filter } = grams;
+                let FileGrams { trigrams, filter } = *grams;
                 // Sealed before it would outgrow its room, so that the
                 // pairs are never reallocated at twice the size.
                 if builder.pairs() > 0 && builder.pairs() + trigrams.len() > shard_pairs {

@@ -39,7 +39,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use regex_syntax::hir::Hir;
 
-use build::{build, keep_indexing, lower_priority};
+use build::{build, keep_indexing, lower_priority, return_freed_memory, switch_off};
 use live::{Found, Live};
 use tree::{PathKey, depth};
 use watch::Changes;
@@ -217,8 +217,12 @@ impl TreeModel {
                     lower_priority();
                 }
                 let built = build(&building).is_some();
-                if !built && let Ok(mut state) = building.state.lock() {
-                    *state = State::Off;
+                if !built {
+                    // What the build dropped on its way out goes back too.
+                    return_freed_memory();
+                    if let Ok(mut state) = building.state.lock() {
+                        switch_off(&mut state);
+                    }
                 }
                 building.restoring.store(false, Ordering::Release);
                 building.left_building.notify_all();
@@ -361,7 +365,7 @@ impl TreeModel {
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
-            *state = State::Off;
+            switch_off(&mut state);
             return None;
         }
         let expected = if start.relative == "." {

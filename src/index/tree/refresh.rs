@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::{
-    IGNORE_FILES, IgnoreFile, Node, PathKey, Tree, dir_state, ignore_stamps, is_below, kind_of,
-    lstat, lstat_stamped, parent_of, read_ignores, stamp_at,
+    IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps, is_below,
+    kind_of, lstat, lstat_stamped, parent_of, read_ignores, stamp_at,
 };
 use crate::index::watch::Changes;
 use crate::security::{PathGate, ResolvedPath};
@@ -42,7 +42,9 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        work.apply(self, gate)
+        let changed = work.apply(self, gate);
+        self.compact_if_reshaped();
+        changed
     }
 
     /// Sorts one reported path into the work to do.
@@ -275,12 +277,13 @@ impl Tree {
             self.root_settled = settled;
             self.root_ignores = ignores;
             self.root_first_seen = first_seen;
-        } else if let Some(mut node) = self.remove(dir) {
-            node.stamp = stamp;
-            node.settled = settled;
-            node.ignores = Some(ignores);
-            node.first_seen = first_seen;
-            self.insert(dir.to_string(), node);
+        } else {
+            self.update(dir, |node| {
+                node.stamp = stamp;
+                node.settled = settled;
+                node.ignores = Some(ignores);
+                node.first_seen = Seen::of(first_seen);
+            });
         }
     }
 
