@@ -256,6 +256,32 @@ impl BaseIndex {
         self.other_names.push((id, BaseName::new(relative, stamp)));
     }
 
+    /// An empty index whose next id is `first_id` (the ids before it are
+    /// another index's).
+    pub(super) fn starting_at(first_id: u32) -> Self {
+        BaseIndex {
+            names_from: first_id,
+            ..BaseIndex::default()
+        }
+    }
+
+    /// Takes in `later`, whose ids follow this index's (layers, names,
+    /// other names and filters, all in id and path order), and seals.
+    pub(super) fn append(&mut self, later: BaseIndex) {
+        self.shard.layers.extend(later.shard.layers);
+        if self.names.is_empty() {
+            self.names_from = later.names_from;
+            self.names = later.names;
+        } else {
+            self.names.extend(later.names);
+        }
+        self.other_names.extend(later.other_names);
+        self.filters.extend(later.filters);
+        self.key_bytes += later.key_bytes;
+        self.filter_bytes += later.filter_bytes;
+        self.seal();
+    }
+
     /// Sorts the other names by id, once all are in.
     pub(super) fn seal(&mut self) {
         let mut by_id: Vec<u32> = (0..self.other_names.len() as u32).collect();
