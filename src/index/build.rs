@@ -413,26 +413,32 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         return None;
     }
     // Cancelled, or the root cannot be read.
-    let entries = walked.ok()?;
+    let parts = walked.ok()?;
     let walk_ms = walk_started.elapsed().as_millis();
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
-    for (relative, node) in &entries {
-        if node.kind == EntryKind::File && !node.lossy {
-            let size = node.size().unwrap_or(0);
-            // A file with several names is read under the first only.
-            let first_name = node
-                .stamp
-                .and_then(|stamp| stamp.linked_identity())
-                .is_none_or(|identity| linked.insert(identity));
-            if size <= MAX_SEARCHED_BYTES && first_name {
-                listed.bytes += size;
-                listed.filter_bytes += GramFilter::bytes_for(size);
-            }
-            listed.files.push(relative.clone());
+    // The files in path order, as the build reads them.
+    let mut files: Vec<(&String, &Node)> = parts
+        .iter()
+        .flatten()
+        .filter(|(_, node)| node.kind == EntryKind::File && !node.lossy)
+        .map(|(relative, node)| (relative, node))
+        .collect();
+    files.sort_unstable_by(|a, b| walk::path_order(a.0, b.0));
+    for (relative, node) in files {
+        let size = node.size().unwrap_or(0);
+        // A file with several names is read under the first only.
+        let first_name = node
+            .stamp
+            .and_then(|stamp| stamp.linked_identity())
+            .is_none_or(|identity| linked.insert(identity));
+        if size <= MAX_SEARCHED_BYTES && first_name {
+            listed.bytes += size;
+            listed.filter_bytes += GramFilter::bytes_for(size);
         }
+        listed.files.push(relative.clone());
     }
-    let tree = Tree::with_entries(&shared.gate, entries);
+    let tree = Tree::with_entries(&shared.gate, parts);
     tracing::debug!(
         "index: walked {} entries in {walk_ms} ms",
         tree.entry_count()
