@@ -415,17 +415,14 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     // Cancelled, or the root cannot be read.
     let parts = walked.ok()?;
     let walk_ms = walk_started.elapsed().as_millis();
+    let tree = Tree::with_entries(&shared.gate, parts);
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
     // The files in path order, as the build reads them.
-    let mut files: Vec<(&String, &Node)> = parts
-        .iter()
-        .flatten()
-        .filter(|(_, node)| node.kind == EntryKind::File && !node.lossy)
-        .map(|(relative, node)| (relative, node))
-        .collect();
-    files.sort_unstable_by(|a, b| walk::path_order(a.0, b.0));
-    for (relative, node) in files {
+    for (key, node) in tree.under(".") {
+        if node.kind != EntryKind::File || node.lossy {
+            continue;
+        }
         let size = node.size().unwrap_or(0);
         // A file with several names is read under the first only.
         let first_name = node
@@ -436,9 +433,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
             listed.bytes += size;
             listed.filter_bytes += GramFilter::bytes_for(size);
         }
-        listed.files.push(relative.clone());
+        listed.files.push(key.0.clone());
     }
-    let tree = Tree::with_entries(&shared.gate, parts);
     tracing::debug!(
         "index: walked {} entries in {walk_ms} ms",
         tree.entry_count()
