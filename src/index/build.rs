@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::base::{BaseIndex, BasePostings};
+use super::base::{BaseIndex, Layer, SPILL_BYTES};
 use super::cache::RootCache;
 use super::indexer::Indexer;
 use super::live::Live;
@@ -14,7 +14,7 @@ use super::ngram::{FileGrams, GramFilter};
 use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
 use super::restore::{Restored, restore};
-use super::save::save;
+use super::save::{SegmentWriter, records};
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
@@ -25,9 +25,10 @@ use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
 /// scratch each while sorting, so the build's scratch stays near 8 MiB
 /// (unless one file alone has more). Smaller shards would not lower the
 /// peak: every shard repeats the trigrams it shares with the others, and
-/// the shards are merged into one at the end, a group of trigrams at a
-/// time, each group of the parts freed once merged.
-pub(super) const SHARD_PAIRS: usize = 512 * 1024;
+/// the shards are merged into one (when written as a segment, or at the
+/// end), a group of trigrams at a time, each group of the parts freed once
+/// merged. Unit tests' trees are small: there shards are small too.
+pub(super) const SHARD_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
 
 pub(super) fn log_filters_left_out(limit_bytes: usize) {
     tracing::info!(
@@ -134,9 +135,17 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    let indexed = index_contents(shared, &mut pacer, listed, list_bytes)?;
-    if let Some((cache, budget)) = cache {
-        save(cache, &indexed, *budget);
+    if shared.restoring.swap(false, Ordering::AcqRel) {
+        // The cache could not be used: this is a build after all.
+        lower_priority();
+    }
+    shared.left_building.notify_all();
+    let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
+    let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
+    if let Some(writer) = writer
+        && indexed.base.shard.is_mapped()
+    {
+        writer.commit();
     }
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
@@ -221,6 +230,9 @@ fn serve_from_cache(
         to_read.len()
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    shared.restoring.store(false, Ordering::Release);
+    shared.left_building.notify_all();
+    lower_priority();
     let mut indexer = Indexer::default();
     let mut batch = Vec::with_capacity(ADOPT_BATCH);
     for (at, relative) in to_read.iter().enumerate() {
@@ -258,15 +270,18 @@ fn serve_from_cache(
         _ => return None,
     };
     tracing::debug!(
-        "index ready: the cache's segment and {} files read cover the tree, in {} ms",
+        "index ready: the cache's segments and {} files read cover the tree, in {} ms",
         to_read.len(),
         from_cache.started.elapsed().as_millis()
     );
     if from_cache.restored.is_stale(to_read.len()) {
         // Written on the side, never installed: the next session starts
         // from it. What the model holds counts against the limit too.
-        if let Some(indexed) = index_contents(shared, pacer, listed, held) {
-            save(from_cache.cache, &indexed, from_cache.budget);
+        if let Some(mut writer) = SegmentWriter::open(from_cache.cache, from_cache.budget)
+            && let Some(indexed) = index_contents(shared, pacer, listed, held, Some(&mut writer))
+            && indexed.base.shard.is_mapped()
+        {
+            writer.commit();
         }
         return_freed_memory();
     }
@@ -474,6 +489,36 @@ pub(super) struct Listed {
     pub(super) filter_bytes: usize,
 }
 
+/// Writes `parts` (the lists of the files `files` holds from their first
+/// id on) as one segment that becomes `base`'s next layer; true when
+/// written. When it cannot be, the parts stay in memory, merged.
+fn spill(
+    writer: &mut SegmentWriter,
+    base: &mut BaseIndex,
+    parts: &mut Vec<Shard>,
+    files: &[(String, Stamp, Content)],
+) -> bool {
+    let merged = Shard::merge(std::mem::take(parts));
+    let written = match records(base, files, merged.id_range()) {
+        Some(records) => writer
+            .write(&merged, &records)
+            .map_err(|error| error.to_string()),
+        None => Err("the build's ids do not follow its files".to_string()),
+    };
+    match written {
+        Ok(layer) => {
+            base.shard.push(layer);
+            base.names_mapped_before(merged.id_range().end);
+            true
+        }
+        Err(error) => {
+            tracing::info!("index cache: not written ({error}); the index stays in memory");
+            parts.push(merged);
+            false
+        }
+    }
+}
+
 /// What indexing the listed files found, to install in the model.
 pub(super) struct Indexed {
     pub(super) base: BaseIndex,
@@ -492,15 +537,23 @@ pub(super) fn index_contents(
     pacer: &mut Pacer,
     listed: Listed,
     list_bytes: usize,
+    mut writer: Option<&mut SegmentWriter>,
 ) -> Option<Indexed> {
     let root = shared.gate.root();
     let mut indexer = Indexer::for_build();
-    let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
+    // A small memory limit bounds the sort's scratch too (a quarter of it).
+    let shard_pairs = SHARD_PAIRS.min(shared.limit_bytes / 64).max(1024);
+    let mut builder = ShardBuilder::new(0, shard_pairs);
     // Filters are left out from the start unless the file list, trigrams
-    // of about a tenth of the bytes (6-7 % measured on source trees) and
-    // the filters all fit: building them only to drop them costs the
-    // build most of its time on a large tree.
-    let trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    // of about a tenth of the bytes (6-7 % measured on source trees; those
+    // of a run and its merge when they go to disk) and the filters all
+    // fit: building them only to drop them costs the build most of its
+    // time on a large tree.
+    let spill_bytes = SPILL_BYTES.min(shared.limit_bytes / 8);
+    let mut trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    if writer.is_some() {
+        trigram_estimate = trigram_estimate.min(2 * spill_bytes);
+    }
     let without_filters = list_bytes
         .saturating_add(trigram_estimate)
         .saturating_add(listed.filter_bytes)
@@ -516,6 +569,8 @@ pub(super) fn index_contents(
     let mut files = Vec::new();
     let mut parts = Vec::new();
     let mut sealed_bytes = 0;
+    // Where in `files` the ids of the lists not written yet begin.
+    let mut unwritten_from = 0;
     for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
@@ -537,11 +592,21 @@ pub(super) fn index_contents(
                 let FileGrams { trigrams, filter } = *grams;
                 // Sealed before it would outgrow its room, so that the
                 // pairs are never reallocated at twice the size.
-                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > SHARD_PAIRS {
-                    let next = ShardBuilder::new(builder.next_id(), SHARD_PAIRS);
+                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > shard_pairs {
+                    let next = ShardBuilder::new(builder.next_id(), shard_pairs);
                     let shard = std::mem::replace(&mut builder, next).finish();
                     sealed_bytes += shard.bytes();
                     parts.push(shard);
+                    if sealed_bytes >= spill_bytes
+                        && let Some(into) = writer.as_deref_mut()
+                    {
+                        let written = spill(into, &mut base, &mut parts, &files[unwritten_from..]);
+                        if !written {
+                            writer = None;
+                        }
+                        sealed_bytes = parts.iter().map(Shard::bytes).sum();
+                        unwritten_from = files.len();
+                    }
                     // The sort's scratch is gone: without this, the
                     // freed pages stay with the process until the end.
                     return_freed_memory();
@@ -584,8 +649,12 @@ pub(super) fn index_contents(
     // build's peak.
     drop(indexer);
     drop(linked);
-    // One lookup per trigram at query time instead of one per part.
-    base.shard = BasePostings::Built(Shard::merge(parts));
+    let written =
+        writer.is_some_and(|into| spill(into, &mut base, &mut parts, &files[unwritten_from..]));
+    if !written {
+        // One lookup per trigram at query time instead of one per part.
+        base.shard.push(Layer::Built(Shard::merge(parts)));
+    }
     base.seal();
     Some(Indexed {
         base,

@@ -455,32 +455,20 @@ impl Work {
 
 #[cfg(test)]
 mod tests {
+    use crate::index::Shared;
     use crate::index::build::list;
     use crate::index::pacer::Pacer;
     use crate::index::testing::{generated_tree, walked_paths};
     use crate::index::tree::Content;
     use crate::index::watch::Changes;
-    use crate::index::{Shared, State};
     use std::fs;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
     use std::time::Duration;
 
     #[test]
     fn reported_paths_are_applied_exactly() {
         let (_dir, gate) = generated_tree(30, 4);
         std::thread::sleep(Duration::from_millis(250));
-        let shared = Shared {
-            gate: gate.clone(),
-            limit_bytes: usize::MAX,
-            change_notifications: true,
-            state: Mutex::new(State::Building),
-            unread: std::sync::Condvar::new(),
-            cancelled: AtomicBool::new(false),
-            building: AtomicBool::new(true),
-            calls: AtomicUsize::new(0),
-            cache: std::sync::OnceLock::new(),
-        };
+        let shared = Shared::new(&gate, usize::MAX, true, true);
         let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
