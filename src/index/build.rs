@@ -390,6 +390,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         &mut || pacer.yield_to_calls(shared),
     );
     let walk_started = Instant::now();
+    // Before the walk: the root's stamp must not show what the walk missed.
+    let mut tree = Tree::new(&shared.gate);
     let start = shared.gate.resolve(".").ok()?;
     let options = WalkOptions::default();
     // What the entries made so far hold, to stop at the memory limit.
@@ -430,7 +432,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     // Cancelled, or the root cannot be read.
     let parts = walked.ok()?;
     let walk_ms = walk_started.elapsed().as_millis();
-    let tree = Tree::with_entries(&shared.gate, parts);
+    tree.fill(parts);
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
     // The files in path order, as the build reads them.

@@ -409,12 +409,13 @@ impl Tree {
         }
     }
 
-    /// The tree of `gate`'s root holding the entries of `parts`, each
-    /// sorted in path order (as [`walk::walk_made`] gives them), built in
-    /// bulk: the map's nodes are filled, where inserting in order would
-    /// leave them half empty.
-    pub fn with_entries(gate: &PathGate, parts: Vec<Vec<(String, Node)>>) -> Self {
-        let mut tree = Self::new(gate);
+    /// Fills an empty tree with the entries of `parts`, each sorted in
+    /// path order (as [`walk::walk_made`] gives them), in bulk: the map's
+    /// nodes are filled, where inserting in order would leave them half
+    /// empty. The tree is made before the walk, so that its root's stamp
+    /// is older than what the walk lists: a change meanwhile shows.
+    pub fn fill(&mut self, parts: Vec<Vec<(String, Node)>>) {
+        let tree = self;
         for part in parts {
             for (relative, node) in &part {
                 tree.ledger.account(relative, node, true);
@@ -431,7 +432,6 @@ impl Tree {
             tree.nodes.append(&mut part);
         }
         tree.ledger.slots = tree.nodes.len();
-        tree
     }
 
     pub fn insert(&mut self, mut relative: String, node: Node) {
@@ -956,11 +956,11 @@ mod tests {
         let part = |entries: Vec<(usize, (String, Node))>| -> Vec<(String, Node)> {
             entries.into_iter().map(|(_, entry)| entry).collect()
         };
-        let tree = Tree::with_entries(&gate, vec![part(even), part(odd)]);
+        let mut tree = Tree::new(&gate);
+        tree.fill(vec![part(even), part(odd)]);
         assert_eq!(tree.entry_count(), 400 * 51);
         assert_close(tree.bytes(), held() - before, "built in bulk");
 
-        let mut tree = tree;
         // New files spread over the folders, some gone, some changed.
         for folder in (0..400).step_by(2) {
             for file in 0..10 {
