@@ -391,6 +391,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         &mut || pacer.yield_to_calls(shared),
     );
     let walk_started = Instant::now();
+    // Before the walk: the root's stamp must not show what the walk missed.
+    let mut tree = Tree::new(&shared.gate);
     let start = shared.gate.resolve(".").ok()?;
     let options = WalkOptions::default();
     // What the entries made so far hold, to stop at the memory limit.
@@ -429,26 +431,28 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         return None;
     }
     // Cancelled, or the root cannot be read.
-    let entries = walked.ok()?;
+    let parts = walked.ok()?;
     let walk_ms = walk_started.elapsed().as_millis();
+    tree.fill(parts);
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
-    for (relative, node) in &entries {
-        if node.kind == EntryKind::File && !node.lossy {
-            let size = node.size().unwrap_or(0);
-            // A file with several names is read under the first only.
-            let first_name = node
-                .stamp
-                .and_then(|stamp| stamp.linked_identity())
-                .is_none_or(|identity| linked.insert(identity));
-            if size <= MAX_SEARCHED_BYTES && first_name {
-                listed.bytes += size;
-                listed.filter_bytes += GramFilter::bytes_for(size);
-            }
-            listed.files.push(relative.clone());
+    // The files in path order, as the build reads them.
+    for (key, node) in tree.under(".") {
+        if node.kind != EntryKind::File || node.lossy {
+            continue;
         }
+        let size = node.size().unwrap_or(0);
+        // A file with several names is read under the first only.
+        let first_name = node
+            .stamp
+            .and_then(|stamp| stamp.linked_identity())
+            .is_none_or(|identity| linked.insert(identity));
+        if size <= MAX_SEARCHED_BYTES && first_name {
+            listed.bytes += size;
+            listed.filter_bytes += GramFilter::bytes_for(size);
+        }
+        listed.files.push(key.0.clone());
     }
-    let tree = Tree::with_entries(&shared.gate, entries);
     tracing::debug!(
         "index: walked {} entries in {walk_ms} ms",
         tree.entry_count()
