@@ -12,7 +12,7 @@
 //! - `BENCH_SHOWN`: disagreements printed per language and side (default 12).
 //!
 //! Groups compared: `callable` (our function and method; ctags' function,
-//! method, member, func, procedure) and `class` (our class, struct,
+//! method, func, procedure, and Python's member) and `class` (our class, struct,
 //! interface, trait; ctags' class, struct, interface, trait). ctags reports
 //! what the target counts (functions, classes, methods); the other kinds
 //! differ in name between the tools and are not compared.
@@ -25,8 +25,16 @@ use std::time::{Duration, Instant};
 use mcp_project_helper::cancel::Cancel;
 use mcp_project_helper::symbols::{self, Language, SymbolKind};
 
-/// (file, name, line, group)
-type Tag = (String, String, u64, &'static str);
+/// (file, name, line): what the two sides are matched on.
+type Tag = (String, String, u64);
+/// Each side's tags of one language, with the group each was reported in
+/// (printed with the disagreements, not matched: ctags calls an ES5
+/// constructor function a class, we call it a function).
+type Tags = BTreeMap<Tag, &'static str>;
+/// Our definitions whose name stands on a later line than their start (a C
+/// return type on a line of its own), by that line: ctags reports the
+/// name's line, we the start, and either is a match.
+type NameLines = BTreeMap<Tag, u64>;
 
 fn our_group(kind: SymbolKind) -> Option<&'static str> {
     match kind {
@@ -38,9 +46,12 @@ fn our_group(kind: SymbolKind) -> Option<&'static str> {
     }
 }
 
-fn ctags_group(kind: &str) -> Option<&'static str> {
+/// ctags' kind names are per language: `member` is a Python method but a
+/// C/C++ struct field, so it counts as callable for Python only.
+fn ctags_group(language: Language, kind: &str) -> Option<&'static str> {
     match kind {
-        "function" | "method" | "member" | "func" | "procedure" => Some("callable"),
+        "member" if language == Language::Python => Some("callable"),
+        "function" | "method" | "func" | "methodSpec" | "procedure" => Some("callable"),
         "class" | "struct" | "interface" | "trait" => Some("class"),
         _ => None,
     }
@@ -112,8 +123,9 @@ fn files_under(root: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn ours(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
-    let mut tags: BTreeMap<Language, BTreeSet<Tag>> = BTreeMap::new();
+fn ours(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, NameLines, Duration) {
+    let mut tags: BTreeMap<Language, Tags> = BTreeMap::new();
+    let mut name_lines = NameLines::new();
     let mut spent = Duration::ZERO;
     for file in files {
         let Some(language) = file.to_str().and_then(Language::of_path) else {
@@ -132,16 +144,23 @@ fn ours(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
         };
         spent += started.elapsed();
         let entry = tags.entry(language).or_default();
+        let path = file.display().to_string();
         for symbol in found {
             if let Some(group) = our_group(symbol.kind) {
-                entry.insert((file.display().to_string(), symbol.name, symbol.line, group));
+                if symbol.name_line != symbol.line {
+                    name_lines.insert(
+                        (path.clone(), symbol.name.clone(), symbol.name_line),
+                        symbol.line,
+                    );
+                }
+                entry.insert((path.clone(), symbol.name, symbol.line), group);
             }
         }
     }
-    (tags, spent)
+    (tags, name_lines, spent)
 }
 
-fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
+fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, Duration) {
     let program = std::env::var("BENCH_CTAGS").unwrap_or_else(|_| "ctags".to_string());
     let list = std::env::temp_dir().join(format!("symbols-bench-{}.txt", std::process::id()));
     let names: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
@@ -156,7 +175,7 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
         });
     let spent = started.elapsed();
     let _ = std::fs::remove_file(&list);
-    let mut tags: BTreeMap<Language, BTreeSet<Tag>> = BTreeMap::new();
+    let mut tags: BTreeMap<Language, Tags> = BTreeMap::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(tag) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
@@ -169,12 +188,27 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, BTreeSet<Tag>>, Duration) {
         ) else {
             continue;
         };
-        let (Some(language), Some(group)) = (Language::of_path(path), ctags_group(kind)) else {
+        let Some(language) = Language::of_path(path) else {
             continue;
+        };
+        let Some(group) = ctags_group(language, kind) else {
+            continue;
+        };
+        // Names ctags makes up for what has none (`AnonymousFunction1a2b…`,
+        // `__anon1a2b…`): nothing a search by name could ask for.
+        if name.starts_with("AnonymousFunction") || name.starts_with("__anon") {
+            continue;
+        }
+        // C# explicit interface implementations are named with their
+        // interface by ctags (`IEnumerable.GetEnumerator`), by the method's
+        // own name here (what a search for the method gives).
+        let name = match language {
+            Language::CSharp => name.rsplit('.').next().unwrap_or(name),
+            _ => name,
         };
         tags.entry(language)
             .or_default()
-            .insert((path.to_string(), name.to_string(), line, group));
+            .insert((path.to_string(), name.to_string(), line), group);
     }
     (tags, spent)
 }
@@ -248,7 +282,7 @@ fn main() {
         roots.len()
     );
     outline_time(&files);
-    let (mine, my_time) = ours(&files);
+    let (mine, name_lines, my_time) = ours(&files);
     let (theirs, their_time) = ctags(&files);
     println!(
         "time: ours {:.0} ms (parse and walk, one thread), ctags {:.0} ms (one process)",
@@ -258,12 +292,24 @@ fn main() {
     println!("| language | files | ctags | ours | both | recall | precision |");
     println!("|---|---|---|---|---|---|---|");
     let languages: BTreeSet<Language> = mine.keys().chain(theirs.keys()).copied().collect();
-    let empty = BTreeSet::new();
+    let empty = Tags::new();
     let mut disagreements = Vec::new();
     for language in languages {
         let a = mine.get(&language).unwrap_or(&empty);
-        let b = theirs.get(&language).unwrap_or(&empty);
-        let both = a.intersection(b).count();
+        // ctags' tag at a name's line stands for ours at the start line.
+        let b: Tags = theirs
+            .get(&language)
+            .unwrap_or(&empty)
+            .iter()
+            .map(|(tag, group)| match name_lines.get(tag) {
+                Some(&start) if !a.contains_key(tag) => {
+                    ((tag.0.clone(), tag.1.clone(), start), *group)
+                }
+                _ => (tag.clone(), *group),
+            })
+            .collect();
+        let b = &b;
+        let both = a.keys().filter(|tag| b.contains_key(*tag)).count();
         let count = files
             .iter()
             .filter(|f| f.to_str().and_then(Language::of_path) == Some(language))
@@ -283,13 +329,20 @@ fn main() {
             ratio(both, b.len()),
             ratio(both, a.len())
         );
-        let only_ctags: Vec<&Tag> = b.difference(a).take(shown).collect();
-        let only_ours: Vec<&Tag> = a.difference(b).take(shown).collect();
+        let only = |from: &Tags, other: &Tags| -> Vec<(Tag, &'static str)> {
+            from.iter()
+                .filter(|(tag, _)| !other.contains_key(*tag))
+                .take(shown)
+                .map(|(tag, group)| (tag.clone(), *group))
+                .collect()
+        };
+        let only_ctags = only(b, a);
+        let only_ours = only(a, b);
         disagreements.push((language, only_ctags, only_ours));
     }
     for (language, only_ctags, only_ours) in disagreements {
         for (side, tags) in [("only ctags", only_ctags), ("only ours", only_ours)] {
-            for (file, name, line, group) in tags {
+            for ((file, name, line), group) in tags {
                 println!("{} {side}: {file}:{line} {group} {name}", language.name());
             }
         }

@@ -103,6 +103,41 @@ impl Language {
         }
     }
 
+    /// Whether a function may be defined inside another's body. C and C++
+    /// have no such thing (lambdas and local classes aside, which are not
+    /// function definitions), so one there is a misread macro.
+    pub fn nests_functions(self) -> bool {
+        !matches!(self, Self::C | Self::Cpp)
+    }
+
+    /// Whether `name` is a reserved word, which no definition can be named:
+    /// the grammar's error recovery reads `} else if (x) {` after an
+    /// `#if` block, or `while (x) {`, as a function definition. Only for
+    /// languages where members cannot take these names either (JavaScript
+    /// allows `if() {}` as a method).
+    pub fn is_keyword(self, name: &[u8]) -> bool {
+        const C_FAMILY: &[&[u8]] = &[
+            b"if",
+            b"else",
+            b"for",
+            b"while",
+            b"do",
+            b"switch",
+            b"case",
+            b"default",
+            b"return",
+            b"goto",
+            b"break",
+            b"continue",
+            b"sizeof",
+            b"void",
+        ];
+        matches!(
+            self,
+            Self::C | Self::Cpp | Self::CSharp | Self::Java | Self::Go
+        ) && C_FAMILY.contains(&name)
+    }
+
     /// What `node` defines, if anything.
     pub fn classify<'tree>(self, node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
         match self {
@@ -231,6 +266,17 @@ fn script<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> 
             return named(SymbolKind::Field, node.child_by_field_name("property"));
         }
         "variable_declarator" => return script_variable(node, source),
+        // `module.exports = function generate(it) {…}`: the name a
+        // function expression gives itself.
+        // (`const f = function g() {}` is named by its declarator.)
+        "function_expression" | "generator_function"
+            if node
+                .parent()
+                .is_none_or(|parent| parent.kind() != "variable_declarator") =>
+        {
+            SymbolKind::Function
+        }
+        "assignment_expression" => return assigned_method(node, source),
         _ => return None,
     };
     by_name(kind, node)
@@ -249,21 +295,80 @@ fn script_variable<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition
             "arrow_function" | "function_expression" | "function" | "generator_function"
         )
     });
+    let declaration = node.parent()?;
+    // Inside a function body both are locals (`const f = () => …` in a
+    // test's callback), not definitions.
+    if !at_module_level(declaration) {
+        return None;
+    }
     if is_function {
         return named(SymbolKind::Function, Some(name));
     }
-    let declaration = node.parent()?;
     let is_const = declaration.kind() == "lexical_declaration"
         && declaration
             .child_by_field_name("kind")
             .is_some_and(|kind| &source[kind.byte_range()] == b"const");
-    let top_level = declaration
-        .parent()
-        .is_some_and(|parent| matches!(parent.kind(), "program" | "export_statement"));
-    (is_const && top_level).then_some(Definition::Symbols {
+    is_const.then_some(Definition::Symbols {
         kind: SymbolKind::Constant,
         names: vec![name],
         owner: None,
+    })
+}
+
+/// Whether a declaration is at the top of a file or of a TypeScript
+/// namespace (`export namespace util { export const f = … }`), through
+/// `export`.
+fn at_module_level(declaration: Node<'_>) -> bool {
+    let Some(mut parent) = declaration.parent() else {
+        return false;
+    };
+    if parent.kind() == "export_statement" {
+        let Some(outer) = parent.parent() else {
+            return false;
+        };
+        parent = outer;
+    }
+    match parent.kind() {
+        "program" => true,
+        "statement_block" => parent
+            .parent()
+            .is_some_and(|block| matches!(block.kind(), "internal_module" | "module")),
+        _ => false,
+    }
+}
+
+/// ES5 methods: `Ajv.prototype.compile = compile` (whatever the value)
+/// defines `compile` on `Ajv`; `app.disable = function (…) {…}` defines
+/// `disable` on `app` (a function expression with a name of its own is
+/// listed by that name instead).
+fn assigned_method<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let left = node.child_by_field_name("left")?;
+    if left.kind() != "member_expression" {
+        return None;
+    }
+    let name = left.child_by_field_name("property")?;
+    let object = left.child_by_field_name("object")?;
+    let on_prototype = object.kind() == "member_expression"
+        && object
+            .child_by_field_name("property")
+            .is_some_and(|property| &source[property.byte_range()] == b"prototype");
+    let owner = if on_prototype {
+        object.child_by_field_name("object")?
+    } else {
+        let value = node.child_by_field_name("right")?;
+        let anonymous_function = matches!(
+            value.kind(),
+            "function_expression" | "arrow_function" | "generator_function"
+        ) && value.child_by_field_name("name").is_none();
+        if !anonymous_function {
+            return None;
+        }
+        object
+    };
+    Some(Definition::Symbols {
+        kind: SymbolKind::Method,
+        names: vec![name],
+        owner: Some(text(owner, source)),
     })
 }
 

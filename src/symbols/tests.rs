@@ -241,6 +241,100 @@ fn c_functions_structs_typedefs_and_macros() {
 }
 
 #[test]
+fn c_name_lines_and_misread_macros() {
+    // GNU style puts the return type on a line of its own: the definition
+    // starts there, its name is a line below. A macro loop with a block
+    // (`list_for_each(pos, head) { … }`) and `} else if (…) {` after an
+    // `#if` are read by the grammar's recovery as function definitions;
+    // neither is one.
+    let source = "static int
+spd_check(int a)
+{
+	list_for_each(pos, head) {
+		use(pos);
+	}
+	if (a) {
+	}
+#if CONFIG_X
+	else if (a > 1) {
+	}
+#endif
+	return 0;
+}
+";
+    let found = definitions(Language::C, source.as_bytes(), &Cancel::never()).expect("parsed");
+    let names: Vec<(&str, u64, u64)> = found
+        .iter()
+        .map(|s| (s.name.as_str(), s.line, s.name_line))
+        .collect();
+    assert_eq!(names, vec![("spd_check", 1, 2)]);
+}
+
+#[test]
+fn reserved_words_are_never_definition_names() {
+    assert!(Language::C.is_keyword(b"if"));
+    assert!(Language::CSharp.is_keyword(b"while"));
+    assert!(!Language::C.is_keyword(b"iffy"));
+    // JavaScript allows `if() {}` as a method name.
+    assert!(!Language::JavaScript.is_keyword(b"if"));
+    let source = "class A {
+    void Run(object value)
+    {
+#if NET
+        if (value is int x)
+        {
+        }
+#endif
+    }
+}
+";
+    let names: Vec<String> = symbols(Language::CSharp, source)
+        .into_iter()
+        .map(|(_, name, ..)| name)
+        .collect();
+    assert!(!names.iter().any(|name| name == "if"), "{names:?}");
+    assert!(names.iter().any(|name| name == "Run"), "{names:?}");
+}
+
+#[test]
+fn javascript_es5_methods_and_named_function_expressions() {
+    let source = "var Cache = module.exports = function Cache() {};
+Cache.prototype.put = function (key) {};
+Cache.prototype.get = get;
+app.disable = function (setting) {};
+var f = function g() {};
+function outer() {
+  const local = () => 1;
+  var other = function () {};
+}
+x.y = 3;
+";
+    assert_eq!(
+        symbols(Language::JavaScript, source),
+        vec![
+            row(Function, "Cache", 1, 1, None),
+            row(Method, "put", 2, 2, Some("Cache")),
+            row(Method, "get", 3, 3, Some("Cache")),
+            row(Method, "disable", 4, 4, Some("app")),
+            row(Function, "f", 5, 5, None),
+            row(Function, "outer", 6, 9, None),
+        ]
+    );
+    // A namespace's `export const f = () => …` is at module level.
+    let ts = "export namespace util {
+  export const toText = (x: number): string => `${x}`;
+}
+";
+    assert_eq!(
+        symbols(Language::TypeScript, ts),
+        vec![
+            row(Module, "util", 1, 3, None),
+            row(Function, "toText", 2, 2, Some("util")),
+        ]
+    );
+}
+
+#[test]
 fn cpp_classes_namespaces_and_qualified_methods() {
     let source = "namespace shop {\nclass Order {\n public:\n  int total() const { return 0; }\n  void clear();\n  int count;\n};\n}\n\nvoid shop::Order::clear() {}\n\ntemplate <typename T>\nT twice(T x) { return x; }\n\nusing Id = int;\n";
     assert_eq!(
