@@ -47,10 +47,12 @@ fn our_group(kind: SymbolKind) -> Option<&'static str> {
 }
 
 /// ctags' kind names are per language: `member` is a Python method but a
-/// C/C++ struct field, so it counts as callable for Python only.
-fn ctags_group(language: Language, kind: &str) -> Option<&'static str> {
+/// C/C++ struct field, so it counts as callable for Python only; a C++
+/// `prototype` is a method when it is declared in a type (`in_type`).
+fn ctags_group(language: Language, kind: &str, in_type: bool) -> Option<&'static str> {
     match kind {
         "member" if language == Language::Python => Some("callable"),
+        "prototype" if in_type => Some("callable"),
         "function" | "method" | "func" | "methodSpec" | "procedure" => Some("callable"),
         "class" | "struct" | "interface" | "trait" => Some("class"),
         _ => None,
@@ -138,7 +140,8 @@ fn ours(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, NameLines, Duration) {
             continue;
         }
         let started = Instant::now();
-        let Ok(found) = symbols::definitions(language, &source, &Cancel::never()) else {
+        let parsed_as = language.for_source(&source);
+        let Ok(found) = symbols::definitions(parsed_as, &source, &Cancel::never()) else {
             eprintln!("not parsed: {}", file.display());
             continue;
         };
@@ -167,7 +170,17 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, Duration) {
     std::fs::write(&list, names).expect("file list");
     let started = Instant::now();
     let output = Command::new(&program)
-        .args(["--output-format=json", "--fields=+nK", "-f", "-", "-L"])
+        // Prototypes too: a member function declared in its class is one
+        // of its methods (free prototypes are not compared, see below).
+        .args([
+            "--output-format=json",
+            "--fields=+nK",
+            "--kinds-C=+p",
+            "--kinds-C++=+p",
+            "-f",
+            "-",
+            "-L",
+        ])
         .arg(&list)
         .output()
         .unwrap_or_else(|error| {
@@ -191,7 +204,11 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, Duration) {
         let Some(language) = Language::of_path(path) else {
             continue;
         };
-        let Some(group) = ctags_group(language, kind) else {
+        let in_type = matches!(
+            tag["scopeKind"].as_str(),
+            Some("class" | "struct" | "union")
+        );
+        let Some(group) = ctags_group(language, kind, in_type) else {
             continue;
         };
         // Names ctags makes up for what has none (`AnonymousFunction1a2b…`,
@@ -202,13 +219,15 @@ fn ctags(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, Duration) {
         // C# explicit interface implementations are named with their
         // interface by ctags (`IEnumerable.GetEnumerator`), by the method's
         // own name here (what a search for the method gives).
+        // C++ operators: `operator ()` there, `operator()` as written here.
         let name = match language {
-            Language::CSharp => name.rsplit('.').next().unwrap_or(name),
-            _ => name,
+            Language::CSharp => name.rsplit('.').next().unwrap_or(name).to_string(),
+            _ if name.starts_with("operator") => name.replace(' ', ""),
+            _ => name.to_string(),
         };
         tags.entry(language)
             .or_default()
-            .insert((path.to_string(), name.to_string(), line), group);
+            .insert((path.to_string(), name, line), group);
     }
     (tags, spent)
 }

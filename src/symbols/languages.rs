@@ -54,6 +54,42 @@ impl Language {
             .map(|(language, _)| *language)
     }
 
+    /// The language a file's text is written in, where its ending is
+    /// ambiguous: a `.h` header is C or C++, and one that declares a
+    /// namespace, a template, a class or access labels is read with the
+    /// C++ grammar (as universal-ctags reads every `.h`); the C grammar
+    /// recovers badly from those. C's own headers keep the C grammar, which
+    /// reads `new` or `class` as the names they are there.
+    pub fn for_source(self, source: &[u8]) -> Self {
+        const CPP_LINE_STARTS: &[&[u8]] = &[
+            b"namespace ",
+            b"template <",
+            b"template<",
+            b"class ",
+            b"public:",
+            b"private:",
+            b"protected:",
+            b"using namespace ",
+        ];
+        let is_cpp = || {
+            source.split(|&byte| byte == b'\n').any(|line| {
+                let start = line
+                    .iter()
+                    .position(|byte| !byte.is_ascii_whitespace())
+                    .unwrap_or(line.len());
+                let line = &line[start..];
+                CPP_LINE_STARTS
+                    .iter()
+                    .any(|marker| line.starts_with(marker))
+            })
+        };
+        if self == Self::C && is_cpp() {
+            Self::Cpp
+        } else {
+            self
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Rust => "rust",
@@ -132,10 +168,28 @@ impl Language {
             b"sizeof",
             b"void",
         ];
-        matches!(
-            self,
-            Self::C | Self::Cpp | Self::CSharp | Self::Java | Self::Go
-        ) && C_FAMILY.contains(&name)
+        // Identifiers in C, reserved in the others (`FMT_BEGIN_NAMESPACE`
+        // before `namespace detail {` reads as a function `namespace`).
+        const OBJECT_ORIENTED: &[&[u8]] = &[
+            b"namespace",
+            b"template",
+            b"typename",
+            b"class",
+            b"struct",
+            b"new",
+            b"delete",
+            b"throw",
+            b"try",
+            b"catch",
+            b"operator",
+        ];
+        match self {
+            Self::C | Self::Go => C_FAMILY.contains(&name),
+            Self::Cpp | Self::CSharp | Self::Java => {
+                C_FAMILY.contains(&name) || OBJECT_ORIENTED.contains(&name)
+            }
+            _ => false,
+        }
     }
 
     /// What `node` defines, if anything.
@@ -498,10 +552,7 @@ fn csharp(node: Node<'_>) -> Option<Definition<'_>> {
 /// C and C++ (the C++ grammar extends C's node names).
 fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
     match node.kind() {
-        "function_definition" => {
-            let declarator = node.child_by_field_name("declarator")?;
-            c_declared(SymbolKind::Function, declarator, source)
-        }
+        "function_definition" => c_function(node, source),
         "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
             // `struct s *p;` mentions a type; only a body defines one.
             node.child_by_field_name("body")?;
@@ -510,7 +561,8 @@ fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>
                 "enum_specifier" => SymbolKind::Enum,
                 _ => SymbolKind::Struct,
             };
-            by_name(kind, node)
+            // `struct formatter<T, char> {…}` specialises `formatter`.
+            named(kind, node.child_by_field_name("name").and_then(c_name))
         }
         "namespace_definition" => by_name(SymbolKind::Module, node),
         "enumerator" => by_name(SymbolKind::Constant, node),
@@ -541,6 +593,56 @@ fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>
         }
         _ => None,
     }
+}
+
+/// A function definition, read past the macros that the grammar does not
+/// know (they expand to attributes):
+/// - `static int __maybe_unused probe(void) {…}` parses as a declaration
+///   ending at the macro, then a "definition" whose type is `probe` and
+///   whose declarator is `(void)`: a definition needs a function
+///   declarator, so the name is that type's.
+/// - `void Run() LOCKS_EXCLUDED(mu) {…}` parses as a broken `Run()` (an
+///   error node, or a declaration without its `;` on the same line) then a
+///   definition of `LOCKS_EXCLUDED(mu)`: the name is the one before.
+fn c_function<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let declarator = node.child_by_field_name("declarator")?;
+    if declarator.kind() == "parenthesized_declarator" {
+        let name = node
+            .child_by_field_name("type")
+            .filter(|name| name.kind() == "type_identifier");
+        return named(SymbolKind::Function, name);
+    }
+    let mut cursor = node.walk();
+    let in_error = node
+        .children(&mut cursor)
+        .take_while(|child| child.id() != declarator.id())
+        .filter(|child| child.kind() == "ERROR")
+        .find_map(misread_declarator);
+    let before = node
+        .prev_named_sibling()
+        .filter(|before| {
+            node.child_by_field_name("type").is_none()
+                && before.kind() == "declaration"
+                && before.end_position().row == node.start_position().row
+        })
+        .and_then(|before| before.child_by_field_name("declarator"))
+        .filter(|before| before.kind() == "function_declarator");
+    let declarator = in_error.or(before).unwrap_or(declarator);
+    c_declared(SymbolKind::Function, declarator, source)
+}
+
+/// The declarator a broken `name(…)` left in an error node: a function
+/// declarator, or a variable initialised with an argument list.
+fn misread_declarator(error: Node<'_>) -> Option<Node<'_>> {
+    if let Some(function) = first_of_kind(error, "function_declarator") {
+        return Some(function);
+    }
+    first_of_kind(error, "init_declarator")
+        .filter(|call| {
+            call.child_by_field_name("value")
+                .is_some_and(|value| value.kind() == "argument_list")
+        })
+        .and_then(|call| call.child_by_field_name("declarator"))
 }
 
 /// A C/C++ declarator's symbol: `Type::name` gives the owner too.

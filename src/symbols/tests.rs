@@ -335,6 +335,43 @@ x.y = 3;
 }
 
 #[test]
+fn cpp_headers_take_the_cpp_grammar_and_macros_are_read_past() {
+    assert_eq!(
+        Language::C.for_source(b"namespace fmt {\nint f();\n}\n"),
+        Language::Cpp
+    );
+    assert_eq!(
+        Language::C.for_source(
+            b"#ifdef __cplusplus\nextern \"C\" {\n#endif\nvoid list_add(struct list_head *new);\n"
+        ),
+        Language::C
+    );
+    assert_eq!(Language::Rust.for_source(b"class A {};\n"), Language::Rust);
+    // `__maybe_unused` and a trailing lock annotation are macros the
+    // grammar does not know; `formatter<T>` specialises `formatter`.
+    let c = "static int __maybe_unused initr_binman(void)\n{\n\treturn 0;\n}\n";
+    assert_eq!(
+        symbols(Language::C, c),
+        vec![row(Function, "initr_binman", 1, 4, None)]
+    );
+    let cpp = "void Foo() LOCKS_EXCLUDED(mutex_) {\n  x();\n}\ntemplate <typename T> struct formatter<T, char> {\n  int parse() { return 0; }\n  ~formatter() override LOCKS_EXCLUDED(mu) {\n  }\n  void Run() LOCKS_EXCLUDED(mu) {\n  }\n};\nFMT_BEGIN_NAMESPACE\nnamespace detail {\n}\n";
+    let names: Vec<(SymbolKind, String)> = symbols(Language::Cpp, cpp)
+        .into_iter()
+        .map(|(kind, name, ..)| (kind, name))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            (Function, "Foo".to_string()),
+            (Struct, "formatter".to_string()),
+            (Method, "parse".to_string()),
+            (Method, "~formatter".to_string()),
+            (Method, "Run".to_string()),
+        ]
+    );
+}
+
+#[test]
 fn cpp_classes_namespaces_and_qualified_methods() {
     let source = "namespace shop {\nclass Order {\n public:\n  int total() const { return 0; }\n  void clear();\n  int count;\n};\n}\n\nvoid shop::Order::clear() {}\n\ntemplate <typename T>\nT twice(T x) { return x; }\n\nusing Id = int;\n";
     assert_eq!(
