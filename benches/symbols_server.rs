@@ -14,8 +14,9 @@
 //!      matches) and a read of that same whole file (every page), the file
 //!      handed to it for free: the search route is never charged for
 //!      reading a wrong file.
-//!    A character count is the length of the tool's JSON answer, which is
-//!    what the server sends as the text the model reads.
+//!
+//! A character count is the length of the tool's JSON answer, which is what
+//! the server sends as the text the model reads.
 //!
 //! The server runs with `--log-level debug` and a private index cache (a
 //! temporary `--config` with `[index] cache_dir`), and the bench waits for
