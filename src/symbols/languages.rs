@@ -604,8 +604,24 @@ fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>
 /// - `void Run() LOCKS_EXCLUDED(mu) {…}` parses as a broken `Run()` (an
 ///   error node, or a declaration without its `;` on the same line) then a
 ///   definition of `LOCKS_EXCLUDED(mu)`: the name is the one before.
+/// - `class GTEST_API_ Matrix {…}`: see below.
 fn c_function<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
     let declarator = node.child_by_field_name("declarator")?;
+    // `class EXPORT_API Name {…}` parses as a "function" `Name` whose type
+    // is `class EXPORT_API` and whose body is the class body.
+    let export_macro_class = node.child_by_field_name("type").and_then(|kind| {
+        let is_bodiless_type = matches!(
+            kind.kind(),
+            "class_specifier" | "struct_specifier" | "union_specifier"
+        ) && kind.child_by_field_name("body").is_none();
+        (is_bodiless_type && declarator.kind() == "identifier").then(|| match kind.kind() {
+            "class_specifier" => SymbolKind::Class,
+            _ => SymbolKind::Struct,
+        })
+    });
+    if let Some(kind) = export_macro_class {
+        return named(kind, Some(declarator));
+    }
     if declarator.kind() == "parenthesized_declarator" {
         let name = node
             .child_by_field_name("type")

@@ -354,6 +354,16 @@ fn cpp_headers_take_the_cpp_grammar_and_macros_are_read_past() {
         symbols(Language::C, c),
         vec![row(Function, "initr_binman", 1, 4, None)]
     );
+    let exported = "class GTEST_API_ Matrix {\n  int count() const { return 1; }\n};\nstruct FMT_API Range {\n  int size() { return 0; }\n};\n";
+    assert_eq!(
+        symbols(Language::Cpp, exported),
+        vec![
+            row(Class, "Matrix", 1, 3, None),
+            row(Method, "count", 2, 2, Some("Matrix")),
+            row(Struct, "Range", 4, 6, None),
+            row(Method, "size", 5, 5, Some("Range")),
+        ]
+    );
     let cpp = "void Foo() LOCKS_EXCLUDED(mutex_) {\n  x();\n}\ntemplate <typename T> struct formatter<T, char> {\n  int parse() { return 0; }\n  ~formatter() override LOCKS_EXCLUDED(mu) {\n  }\n  void Run() LOCKS_EXCLUDED(mu) {\n  }\n};\nFMT_BEGIN_NAMESPACE\nnamespace detail {\n}\n";
     let names: Vec<(SymbolKind, String)> = symbols(Language::Cpp, cpp)
         .into_iter()
