@@ -55,11 +55,11 @@ impl Language {
     }
 
     /// The language a file's text is written in, where its ending is
-    /// ambiguous: a `.h` header is C or C++, and one that declares a
-    /// namespace, a template, a class or access labels is read with the
-    /// C++ grammar (as universal-ctags reads every `.h`); the C grammar
-    /// recovers badly from those. C's own headers keep the C grammar, which
-    /// reads `new` or `class` as the names they are there.
+    /// ambiguous: a `.h` header (rarely a `.c` file) is C or C++, and one
+    /// that declares a namespace, a template, a class or access labels is
+    /// read with the C++ grammar (as universal-ctags reads every `.h`); the
+    /// C grammar recovers badly from those. C's own files keep the C
+    /// grammar, which reads `new` or `class` as the names they are there.
     pub fn for_source(self, source: &[u8]) -> Self {
         const CPP_LINE_STARTS: &[&[u8]] = &[
             b"namespace ",
