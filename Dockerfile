@@ -24,13 +24,10 @@ RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .
 # musl targets link statically by default, so the binary runs on scratch.
-# The `image` profile and a fixed load address keep the image small (see
-# tests/support/build-image.sh).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    RUSTFLAGS="-C relocation-model=static" \
-    cargo build --profile image --locked --bin mcp-project-helper \
-    && cp target/image/mcp-project-helper /mcp-project-helper
+    cargo build --profile dist --locked --bin mcp-project-helper \
+    && cp target/dist/mcp-project-helper /mcp-project-helper
 
 FROM scratch AS image-base
 ARG VERSION=dev

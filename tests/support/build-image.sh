@@ -27,18 +27,9 @@ cd "$repo"
 unset CARGO_ENCODED_RUSTFLAGS
 # --target keeps build scripts and proc-macros dynamic; only the binary is
 # linked statically (glibc, crt-static), so it runs on `FROM scratch`.
-# For size (the image stays under 20 MiB): the `image` profile, a fixed
-# load address (relocation-model static: no 430 KB table of relocations for
-# a position-independent executable; the stack, heap and mappings are still
-# randomised) and, where rustc links with rust-lld (x86_64), identical
-# functions folded (--icf=safe keeps apart any whose address is taken).
-flags="-C target-feature=+crt-static -C relocation-model=static"
-if [ "$arch" = x86_64 ]; then
-    flags="$flags -C link-arg=-Wl,--icf=safe"
-fi
-RUSTFLAGS="$flags" \
-    cargo build --profile image --locked --target "$target" --target-dir target/static >&2
-binary=$repo/target/static/$target/image/mcp-project-helper
+RUSTFLAGS="-C target-feature=+crt-static" \
+    cargo build --profile dist --locked --target "$target" --target-dir target/static >&2
+binary=$repo/target/static/$target/dist/mcp-project-helper
 
 # A small build context holding only the binary, at the path the Dockerfile's
 # `prebuilt` stage expects: prebuilt/<TARGETARCH>/mcp-project-helper.
