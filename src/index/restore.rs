@@ -70,7 +70,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
         gone: 0,
     };
     let mut first_id = 0u32;
-    for segment in segments {
+    for mut segment in segments {
         let files = (0..segment.file_count())
             .map(|local| segment.file(local))
             .collect::<Option<Vec<_>>>()?;
@@ -87,6 +87,8 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
                 restored.gone += 1;
             }
         }
+        // The sweep read every name and stamp: pages a search may never need.
+        segment.drop_resident_pages();
         let next = first_id.checked_add(segment.file_count())?;
         base.shard.push(Layer::Mapped { first_id, segment });
         first_id = next;

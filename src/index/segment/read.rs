@@ -76,15 +76,16 @@ impl Segment {
                 return Err(SegmentError::Damaged("section checksum"));
             }
         }
-        let segment = Segment::check_structure(Backing::Mapped(map), header, root)?;
-        segment.drop_checked_pages();
+        let mut segment = Segment::check_structure(Backing::Mapped(map), header, root)?;
+        segment.drop_resident_pages();
         Ok(segment)
     }
 
-    /// Drops the pages the structure checks touched (the file table, the
-    /// names, the lookup table) from the process: lookups touch again only
-    /// what they need.
-    fn drop_checked_pages(&self) {
+    /// Drops the pages read so far (by the checks: the file table, the
+    /// names, the lookup table; by a sweep of its files) from the process:
+    /// lookups touch again only what they need. Called while the segment
+    /// has one owner and nothing borrows from it (`&mut`).
+    pub fn drop_resident_pages(&mut self) {
         match &self.bytes {
             // SAFETY: the map is read-only and shared, and no slice of it is
             // borrowed yet: a page dropped is read again from the file, as
