@@ -862,3 +862,114 @@ async fn an_index_larger_than_the_memory_limit_is_built_on_disk_within_it() {
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
 }
+
+/// Text of about 32 KB of identifiers that share few trigrams, different
+/// for each `seed`.
+#[cfg(target_os = "linux")]
+fn random_identifiers(mut state: u64) -> String {
+    let mut text = String::with_capacity(33_000);
+    while text.len() < 32_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mut n = state;
+        text.push_str("id_");
+        while n > 0 {
+            text.push(char::from_digit((n % 36) as u32, 36).unwrap_or('z'));
+            n /= 36;
+        }
+        text.push(' ');
+    }
+    text
+}
+
+/// `pid`'s anonymous memory once it holds steady (the background indexing
+/// done): two samples half a second apart within 256 KiB, or the last
+/// sample after 15 s.
+#[cfg(target_os = "linux")]
+async fn steady_anon_kib(pid: u32) -> u64 {
+    let until = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut last = status_kib(pid, "RssAnon");
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = status_kib(pid, "RssAnon");
+        if now.abs_diff(last) < 256 || tokio::time::Instant::now() >= until {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn churn_on_the_same_files_gives_its_memory_back() {
+    let project = over_the_limit_project();
+    crate::common::let_stamps_settle().await;
+    let outside = project.outside();
+    let config = outside.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[index]\nmax_memory_mb = 64\ncache_dir = {:?}\n",
+            outside.join("cache").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let log = outside.join("server.log");
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let mut server = RawServer::start(&project.root, &args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    crate::common::wait_for_index(&log).await;
+    // Each round rewrites the same 100 files with new content, and a
+    // search makes the model see it (the background then indexes it).
+    let mut after_first_round = 0;
+    let mut id = 0;
+    for round in 0..8u64 {
+        for file in 0..100u64 {
+            let text = random_identifiers(0x5eed_0000 + round * 1000 + file);
+            project.write(&format!("d{}/f{file:03}.txt", file % 12), &text);
+        }
+        id += 1;
+        server
+            .send(&call(id, "search_project_files", json!({"query": "id_0", "output_mode": "count"})))
+            .await;
+        server.recv_id(&json!(id)).await;
+        crate::common::let_stamps_settle().await;
+        id += 1;
+        server
+            .send(&call(id, "search_project_files", json!({"query": "id_1", "output_mode": "count"})))
+            .await;
+        server.recv_id(&json!(id)).await;
+        if round == 0 {
+            after_first_round = steady_anon_kib(pid).await;
+        }
+    }
+    // What the last round's files hold is what the first round's held:
+    // the rounds between gave theirs back.
+    let bound_kib = after_first_round + 4 * 1024;
+    let settled = {
+        let until = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let rss = status_kib(pid, "RssAnon");
+            if rss < bound_kib || tokio::time::Instant::now() >= until {
+                break rss;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert!(
+        settled < bound_kib,
+        "after eight rounds of rewriting the same 100 files the server holds {settled} KiB of \
+         anonymous memory, against {after_first_round} KiB after the first: churn kept memory"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
