@@ -62,8 +62,9 @@ echo "corpus: $corpus, $(apparent_mb "$corpus") MB" >&2
 tenfold="${BENCH_CORPUS_10X:-}"
 if [ -z "$tenfold" ]; then
     tenfold="$PWD/target/bench-corpus-10x"
-    stamp="$tenfold/.distinct-from-$(echo "$corpus" | tr / _)-$(apparent_mb "$corpus")mb"
-    if [ ! -f "$stamp" ]; then
+    # What it was made from, beside it rather than inside the tree measured.
+    made_from="$corpus $(apparent_mb "$corpus") MB"
+    if [ "$(cat "$tenfold.from" 2>/dev/null)" != "$made_from" ]; then
         rm -rf "$tenfold"
         mkdir -p "$tenfold"
         python3 - "$corpus" "$tenfold" <<'PY'
@@ -87,7 +88,7 @@ for copy in range(10):
             with open(os.path.join(out, name), "wb") as file:
                 file.write(data.translate(rotate))
 PY
-        touch "$stamp"
+        echo "$made_from" >"$tenfold.from"
     fi
 fi
 if [ -d "$tenfold" ]; then
