@@ -35,7 +35,7 @@ use crate::security::{LastFolder, PathGate, ResolvedPath};
 mod ignore_rules;
 mod stamp;
 
-pub use stamp::Stamp;
+pub use stamp::{Stamp, Stamper};
 
 /// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];
@@ -212,6 +212,92 @@ pub fn walk_picked(
         return Ok(all);
     }
     Ok(confirmed)
+}
+
+/// Every visible entry below `start`, as [`walk`] finds them, made into a
+/// `T` on the walking threads, in [`path_order`]: for a caller that needs
+/// something of every entry (the tree model's file list: a `stat` each),
+/// which [`walk_sorted`] would do on one thread. `per_thread` gives each
+/// walking thread its `make`, which gets the root-relative path, the path
+/// and the kind; an entry it returns `None` for is left out. Folders are
+/// confirmed through the root handle before their entries are looked at
+/// (see the module notes).
+pub fn walk_made<T, Make>(
+    gate: &PathGate,
+    start: &ResolvedPath,
+    options: &WalkOptions,
+    per_thread: &(dyn Fn() -> Make + Sync),
+) -> io::Result<Vec<(String, T)>>
+where
+    T: Send,
+    Make: FnMut(&str, &Path, EntryKind) -> Option<T> + Send,
+{
+    ensure_readable(start)?;
+    let (sender, receiver) = mpsc::channel();
+    let rules = rule_tree(gate, start, options.include_ignored);
+    builder(gate, start, None, rules.clone(), Folders::ConfirmedOnEntry)
+        .threads(worker_threads())
+        .build_parallel()
+        .run(|| {
+            let mut made = Made(Vec::new(), sender.clone());
+            let mut make = per_thread();
+            let gate = gate.clone();
+            let rules = rules.clone();
+            let cancel = options.cancel.clone();
+            Box::new(move |result| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                let Ok(found) = result else {
+                    return WalkState::Continue;
+                };
+                let Some(file_type) = found.file_type().filter(|_| found.depth() > 0) else {
+                    return WalkState::Continue;
+                };
+                if file_type.is_dir() && !entered(&gate, &found, rules.as_deref()) {
+                    return WalkState::Skip;
+                }
+                let Some(relative) = relative_to(gate.root(), found.path()) else {
+                    return WalkState::Continue;
+                };
+                if !file_type.is_dir() && gate.is_denied_entry(&relative) {
+                    return WalkState::Continue;
+                }
+                if let Some(value) = make(&relative, found.path(), EntryKind::of(file_type)) {
+                    made.0.push((relative.into_owned(), value));
+                }
+                WalkState::Continue
+            })
+        });
+    drop(sender);
+    let mut entries = Vec::new();
+    for part in receiver {
+        if entries.is_empty() {
+            entries = part;
+        } else {
+            entries.extend(part);
+        }
+    }
+    if options.cancel.is_cancelled() {
+        return Err(io::Error::new(
+            io::ErrorKind::Interrupted,
+            "the walk was cancelled",
+        ));
+    }
+    // In place: the entries may be most of what the caller will hold.
+    entries.sort_unstable_by(|a, b| path_order(&a.0, &b.0));
+    Ok(entries)
+}
+
+/// What one thread of [`walk_made`] made, sent to the caller when the
+/// thread ends.
+struct Made<T>(Vec<(String, T)>, mpsc::Sender<Vec<(String, T)>>);
+
+impl<T> Drop for Made<T> {
+    fn drop(&mut self) {
+        // The receiver outlives the walk; a send cannot fail.
+        let _ = self.1.send(std::mem::take(&mut self.0));
+    }
 }
 
 /// The first `wanted` entries (in [`path_order`]) that one thread of a
@@ -412,6 +498,20 @@ fn sorted(
     Ok(())
 }
 
+/// Whether `relative`, made by the walker from `path` below `root`, leads
+/// back to it: false when a name on the way is not Unicode, so that its
+/// text holds replacement characters.
+pub fn leads_back(root: &Path, relative: &str, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        crate::security::bytes_below_root(root, path) == Some(relative.as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        root.join(relative).components().eq(path.components())
+    }
+}
+
 /// Sorted by path, compared folder by folder (as a sorted depth-first walk
 /// yields them): `a/b` comes before `a.txt` because `a` < `a.txt`.
 ///
@@ -422,10 +522,28 @@ fn sorted(
 pub fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     let rank = |byte: u8| if byte == b'/' { 0 } else { u16::from(byte) + 1 };
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    match std::iter::zip(a, b).position(|(x, y)| x != y) {
+    match first_difference(a, b) {
         Some(at) => rank(a[at]).cmp(&rank(b[at])),
         None => a.len().cmp(&b.len()),
     }
+}
+
+/// Where `a` and `b` first differ, within the shorter: compared eight
+/// bytes at a time, since paths in one folder share long prefixes and a
+/// sorted map compares them on every lookup.
+fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    let common = a.len().min(b.len());
+    let (a, b) = (&a[..common], &b[..common]);
+    let mut at = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or_default());
+        let differing = word(x) ^ word(y);
+        if differing != 0 {
+            return Some(at + (differing.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    (at..common).find(|&i| a[i] != b[i])
 }
 
 /// The settings every walk shares: ignore files and skip list (unless
@@ -577,12 +695,14 @@ mod tests {
     proptest! {
         #[test]
         fn path_order_compares_folder_by_folder(
-            a in "[a/.\\-_~Zé]{1,12}",
-            b in "[a/.\\-_~Zé]{1,12}",
+            shared in "[a/.\\-_~Zé]{0,30}",
+            a in "[a/.\\-_~Zé]{1,30}",
+            b in "[a/.\\-_~Zé]{1,30}",
         ) {
-            // Paths as the walker builds them: no empty names.
+            // Paths as the walker builds them: no empty names. Paths in one
+            // folder share a prefix, often longer than a word of eight.
             let clean = |p: &str| p.split('/').filter(|n| !n.is_empty()).collect::<Vec<_>>().join("/");
-            let (a, b) = (clean(&a), clean(&b));
+            let (a, b) = (clean(&format!("{shared}{a}")), clean(&format!("{shared}{b}")));
             prop_assume!(!a.is_empty() && !b.is_empty());
             prop_assert_eq!(path_order(&a, &b), a.split('/').cmp(b.split('/')));
         }

@@ -5,6 +5,16 @@ use super::ngram::GramFilter;
 use super::plan::Query;
 use super::postings::{PostingLists, Shard};
 use super::segment::Segment;
+
+/// The posting lists a build keeps in memory before it writes them as a
+/// segment, when the index is kept on disk: what the build's lists cost
+/// the heap at most (their merge holds about as much again). Unit tests'
+/// trees are small: there it is small enough to make several segments.
+pub(super) const SPILL_BYTES: usize = if cfg!(test) {
+    16 * 1024
+} else {
+    16 * 1024 * 1024
+};
 use super::tree::PathKey;
 use crate::walk::Stamp;
 
@@ -22,8 +32,10 @@ pub(super) const NAME_BYTES: usize = 56;
 #[derive(Default)]
 pub(super) struct BaseIndex {
     pub(super) shard: BasePostings,
-    /// The first name of each id.
+    /// The first name of each id from `names_from` on; those of the ids
+    /// before it are read from their segments.
     pub(super) names: Vec<BaseName>,
+    pub(super) names_from: u32,
     /// The other names of files indexed under a first name, in path order.
     pub(super) other_names: Vec<(u32, BaseName)>,
     /// Positions in `other_names`, sorted by id.
@@ -35,58 +47,158 @@ pub(super) struct BaseIndex {
     pub(super) filter_bytes: usize,
 }
 
-/// The base's posting lists: built in memory, or mapped from the cache.
-pub(super) enum BasePostings {
-    Built(Shard),
-    Mapped(Segment),
+/// The base's posting lists: layers of consecutive ids, in id order, each
+/// built in memory or mapped from a segment of the cache (a build that
+/// keeps its index on disk writes a segment whenever its lists reach
+/// [`SPILL_BYTES`], so a tree of any size is indexed in bounded memory).
+#[derive(Default)]
+pub(super) struct BasePostings {
+    layers: Vec<Layer>,
 }
 
-impl Default for BasePostings {
-    fn default() -> Self {
-        BasePostings::Built(Shard::default())
+pub(super) enum Layer {
+    Built(Shard),
+    /// A segment's local ids are offset by `first_id`.
+    Mapped {
+        first_id: u32,
+        segment: Segment,
+    },
+}
+
+impl Layer {
+    fn id_range(&self) -> std::ops::Range<u32> {
+        match self {
+            Layer::Built(shard) => shard.id_range(),
+            Layer::Mapped { first_id, segment } => *first_id..first_id + segment.file_count(),
+        }
     }
 }
 
 impl BasePostings {
+    /// Adds the layer of the ids after the last layer's.
+    pub(super) fn push(&mut self, layer: Layer) {
+        self.layers.push(layer);
+    }
+
+    /// The layer holding id `id`.
+    fn layer_of(&self, id: u32) -> Option<&Layer> {
+        let after = self
+            .layers
+            .partition_point(|layer| layer.id_range().end <= id);
+        self.layers
+            .get(after)
+            .filter(|layer| layer.id_range().contains(&id))
+    }
+
+    /// Whether every layer is a segment on disk.
+    pub(super) fn is_mapped(&self) -> bool {
+        self.layers
+            .iter()
+            .all(|layer| matches!(layer, Layer::Mapped { .. }))
+    }
+
     /// Heap bytes (a segment's mapped pages are the kernel's to keep or drop).
     fn bytes(&self) -> usize {
-        match self {
-            BasePostings::Built(shard) => shard.bytes(),
-            BasePostings::Mapped(_) => 0,
-        }
+        self.layers
+            .iter()
+            .map(|layer| match layer {
+                Layer::Built(shard) => shard.bytes(),
+                Layer::Mapped { .. } => 0,
+            })
+            .sum()
+    }
+
+    /// The layers holding some of `ids` (sorted), with the run of `ids`
+    /// each holds.
+    fn split<'a>(
+        &'a self,
+        ids: &[u32],
+    ) -> impl Iterator<Item = (&'a Layer, std::ops::Range<usize>)> {
+        let mut from = 0;
+        let bounds: Vec<usize> = self
+            .layers
+            .iter()
+            .map(|layer| ids.partition_point(|&id| id < layer.id_range().end))
+            .collect();
+        self.layers.iter().zip(bounds).map(move |(layer, to)| {
+            let run = from..to.max(from);
+            from = to.max(from);
+            (layer, run)
+        })
     }
 }
 
 /// A segment passed every check when it was opened; a list that still
-/// fails to decode makes every file a candidate, never none.
+/// fails to decode makes every file of its segment a candidate, never none.
 impl PostingLists for BasePostings {
     fn id_range(&self) -> std::ops::Range<u32> {
-        match self {
-            BasePostings::Built(shard) => shard.id_range(),
-            BasePostings::Mapped(segment) => 0..segment.file_count(),
-        }
+        let start = self
+            .layers
+            .first()
+            .map_or(0, |layer| layer.id_range().start);
+        let end = self.layers.last().map_or(0, |layer| layer.id_range().end);
+        start..end
     }
 
     fn postings(&self, key: u32) -> Vec<u32> {
-        match self {
-            BasePostings::Built(shard) => shard.postings(key),
-            BasePostings::Mapped(segment) => segment
-                .postings(key)
-                .unwrap_or_else(|_| self.id_range().collect()),
+        let mut ids = Vec::new();
+        for layer in &self.layers {
+            match layer {
+                Layer::Built(shard) => ids.extend(shard.postings(key)),
+                Layer::Mapped { first_id, segment } => match segment.postings(key) {
+                    Ok(local) => ids.extend(local.into_iter().map(|id| first_id + id)),
+                    Err(_) => ids.extend(layer.id_range()),
+                },
+            }
         }
+        ids
     }
 
     fn list_bytes(&self, key: u32) -> usize {
-        match self {
-            BasePostings::Built(shard) => shard.list_bytes(key),
-            BasePostings::Mapped(segment) => segment.list_bytes(key),
-        }
+        self.layers
+            .iter()
+            .map(|layer| match layer {
+                Layer::Built(shard) => shard.list_bytes(key),
+                Layer::Mapped { segment, .. } => segment.list_bytes(key),
+            })
+            .sum()
     }
 
     fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
-        match self {
-            BasePostings::Built(shard) => shard.retain_holding(key, ids),
-            BasePostings::Mapped(segment) => segment.retain_holding(key, ids),
+        let mut kept = Vec::with_capacity(ids.len());
+        for (layer, run) in self.split(ids) {
+            if run.is_empty() {
+                continue;
+            }
+            let mut part = ids[run].to_vec();
+            match layer {
+                Layer::Built(shard) => shard.retain_holding(key, &mut part),
+                Layer::Mapped { first_id, segment } => {
+                    part.iter_mut().for_each(|id| *id -= first_id);
+                    segment.retain_holding(key, &mut part);
+                    part.iter_mut().for_each(|id| *id += first_id);
+                }
+            }
+            kept.extend(part);
+        }
+        *ids = kept;
+    }
+}
+
+/// The first name of a base file, with what a listing of it needs.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NameOf<'a> {
+    pub(super) name: &'a str,
+    pub(super) size: u64,
+    pub(super) ino: Option<u64>,
+}
+
+impl<'a> From<&'a BaseName> for NameOf<'a> {
+    fn from(name: &'a BaseName) -> Self {
+        NameOf {
+            name: &name.key.0,
+            size: name.size,
+            ino: name.ino,
         }
     }
 }
@@ -107,6 +219,10 @@ impl BaseName {
             ino: stamp.inode(),
         }
     }
+
+    fn bytes(&self) -> usize {
+        self.key.0.len() + NAME_BYTES
+    }
 }
 
 impl BaseIndex {
@@ -121,6 +237,11 @@ impl BaseIndex {
     ) {
         self.key_bytes += relative.len() + NAME_BYTES;
         self.names.push(BaseName::new(relative, stamp));
+        self.push_filter(id, filter);
+    }
+
+    /// Gives base id `id` its filter, if any (ids in increasing order).
+    pub(super) fn push_filter(&mut self, id: u32, filter: Option<GramFilter>) {
         if let Some(filter) = filter {
             self.filter_bytes += filter.bytes();
             self.filters.push((id, filter));
@@ -179,12 +300,49 @@ impl BaseIndex {
         self.shard.bytes() + self.key_bytes + self.filter_bytes
     }
 
+    /// The first name of base file `id`.
+    pub(super) fn name(&self, id: u32) -> Option<NameOf<'_>> {
+        if id >= self.names_from {
+            return self
+                .names
+                .get((id - self.names_from) as usize)
+                .map(NameOf::from);
+        }
+        let Layer::Mapped { first_id, segment } = self.shard.layer_of(id)? else {
+            return None;
+        };
+        let file = segment.file(id - first_id)?;
+        Some(NameOf {
+            name: file.name,
+            size: file.stamp.size(),
+            ino: file.stamp.inode(),
+        })
+    }
+
+    /// Forgets the heap names of the ids before `id`: a segment names them.
+    pub(super) fn names_mapped_before(&mut self, id: u32) {
+        let mapped = id.saturating_sub(self.names_from) as usize;
+        self.names.drain(..mapped.min(self.names.len()));
+        self.names.shrink_to_fit();
+        self.key_bytes = self.names.iter().map(BaseName::bytes).sum::<usize>()
+            + self
+                .other_names
+                .iter()
+                .map(|(_, name)| name.bytes() + 8)
+                .sum::<usize>();
+        self.names_from = self.names_from.max(id);
+    }
+
+    /// Base file `id`'s filter, when it has one.
+    pub(super) fn filter(&self, id: u32) -> Option<&GramFilter> {
+        let at = self.filters.binary_search_by_key(&id, |(id, _)| *id).ok()?;
+        Some(&self.filters[at].1)
+    }
+
     /// Whether base file `id`'s long grams (when it has a filter) allow a
     /// match of `query`; its trigrams were asked already.
     pub(super) fn may_match(&self, id: u32, query: &Query) -> bool {
-        match self.filters.binary_search_by_key(&id, |(id, _)| *id) {
-            Ok(at) => query.may_match(None, Some(&self.filters[at].1)),
-            Err(_) => true,
-        }
+        self.filter(id)
+            .is_none_or(|filter| query.may_match(None, Some(filter)))
     }
 }

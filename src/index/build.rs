@@ -2,12 +2,11 @@
 //! reads and indexes every file on the side and installs the index.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::base::{BaseIndex, BasePostings};
+use super::base::{BaseIndex, Layer, SPILL_BYTES};
 use super::cache::RootCache;
 use super::indexer::Indexer;
 use super::live::Live;
@@ -15,20 +14,21 @@ use super::ngram::{FileGrams, GramFilter};
 use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
 use super::restore::{Restored, restore};
-use super::save::save;
-use super::tree::{Content, Tree};
+use super::save::{SegmentWriter, records};
+use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
-use crate::walk::{self, EntryKind, Stamp, WalkOptions};
+use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
 
 /// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
 /// scratch each while sorting, so the build's scratch stays near 8 MiB
 /// (unless one file alone has more). Smaller shards would not lower the
 /// peak: every shard repeats the trigrams it shares with the others, and
-/// the shards are merged into one at the end, a group of trigrams at a
-/// time, each group of the parts freed once merged.
-pub(super) const SHARD_PAIRS: usize = 512 * 1024;
+/// the shards are merged into one (when written as a segment, or at the
+/// end), a group of trigrams at a time, each group of the parts freed once
+/// merged. Unit tests' trees are small: there shards are small too.
+pub(super) const SHARD_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
 
 pub(super) fn log_filters_left_out(limit_bytes: usize) {
     tracing::info!(
@@ -46,6 +46,13 @@ pub(super) fn return_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Switches the model off (calls then scan the tree): what it held goes
+/// back to the system, not only to the allocator.
+pub(super) fn switch_off(state: &mut State) {
+    drop(std::mem::replace(state, State::Off));
+    return_freed_memory();
 }
 
 /// The build yields the CPU to tool calls: the first search of a session
@@ -101,9 +108,11 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     let mut pacer = Pacer::default();
     let (mut live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
-        "index: file list of {} entries ready in {} ms",
+        "index: file list of {} entries ready in {} ms, {} bytes held ({} an entry)",
         live.tree.entry_count(),
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        live.tree.bytes(),
+        live.tree.bytes_per_entry(),
     );
     let folders = live.tree.folder_count();
     if folders > MANY_FOLDERS {
@@ -126,9 +135,17 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    let indexed = index_contents(shared, &mut pacer, listed, list_bytes)?;
-    if let Some((cache, budget)) = cache {
-        save(cache, &indexed, *budget);
+    if shared.restoring.swap(false, Ordering::AcqRel) {
+        // The cache could not be used: this is a build after all.
+        lower_priority();
+    }
+    shared.left_building.notify_all();
+    let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
+    let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
+    if let Some(writer) = writer
+        && indexed.base.shard.is_mapped()
+    {
+        writer.commit();
     }
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
@@ -143,6 +160,7 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
             live.tree.lose_base(&relative);
         }
     }
+    live.tree.finish_listing();
     live.base = indexed.base;
     live.without_filters = indexed.without_filters;
     if !live.fits(shared.limit_bytes) {
@@ -196,9 +214,12 @@ fn serve_from_cache(
         .files
         .iter()
         .filter(|relative| {
-            live.tree
-                .get(relative)
-                .is_some_and(|(_, node)| matches!(node.content, Content::Always | Content::Unread))
+            live.tree.get(relative).is_some_and(|(_, node)| {
+                matches!(
+                    node.content,
+                    Content::Always | Content::Unread | Content::Listed
+                )
+            })
         })
         .cloned()
         .collect();
@@ -209,6 +230,9 @@ fn serve_from_cache(
         to_read.len()
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
+    shared.restoring.store(false, Ordering::Release);
+    shared.left_building.notify_all();
+    lower_priority();
     let mut indexer = Indexer::default();
     let mut batch = Vec::with_capacity(ADOPT_BATCH);
     for (at, relative) in to_read.iter().enumerate() {
@@ -238,20 +262,26 @@ fn serve_from_cache(
             }
         }
     }
-    let held = match &*shared.state.lock().ok()? {
-        State::Ready(live) => live.bytes(),
+    let held = match &mut *shared.state.lock().ok()? {
+        State::Ready(live) => {
+            live.tree.finish_listing();
+            live.bytes()
+        }
         _ => return None,
     };
     tracing::debug!(
-        "index ready: the cache's segment and {} files read cover the tree, in {} ms",
+        "index ready: the cache's segments and {} files read cover the tree, in {} ms",
         to_read.len(),
         from_cache.started.elapsed().as_millis()
     );
     if from_cache.restored.is_stale(to_read.len()) {
         // Written on the side, never installed: the next session starts
         // from it. What the model holds counts against the limit too.
-        if let Some(indexed) = index_contents(shared, pacer, listed, held) {
-            save(from_cache.cache, &indexed, from_cache.budget);
+        if let Some(mut writer) = SegmentWriter::open(from_cache.cache, from_cache.budget)
+            && let Some(indexed) = index_contents(shared, pacer, listed, held, Some(&mut writer))
+            && indexed.base.shard.is_mapped()
+        {
+            writer.commit();
         }
         return_freed_memory();
     }
@@ -306,9 +336,7 @@ pub(super) fn keep_indexing(shared: &Shared) {
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
-            *state = State::Off;
-            drop(state);
-            return_freed_memory();
+            switch_off(&mut state);
             return;
         }
         let idle = !live.tree.has_unread();
@@ -349,6 +377,9 @@ fn next_unread(shared: &Shared, indexer: &mut Indexer) -> Option<Vec<(String, St
 /// Walks the root into a file list (contents not read yet), with the change
 /// watcher started first so that nothing changed meanwhile is missed.
 /// Returns the model without an index and the files to index, in order.
+///
+/// The walk and a `stat` of every entry run on the walker's threads; the
+/// sorted entries then fill the tree's map in bulk.
 pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
     let root = shared.gate.root();
     // Watching reads every folder: it too yields to calls.
@@ -358,52 +389,71 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         in_skipped_folder(root),
         &mut || pacer.yield_to_calls(shared),
     );
+    let walk_started = Instant::now();
     let start = shared.gate.resolve(".").ok()?;
-    let mut tree = Tree::new(&shared.gate);
-    let mut listed = Listed::default();
-    let mut linked = HashSet::new();
-    let mut over_limit = false;
-    walk::walk_sorted(
-        &shared.gate,
-        &start,
-        None,
-        &WalkOptions::default(),
-        |found| {
+    let options = WalkOptions::default();
+    // What the entries made so far hold, to stop at the memory limit.
+    let held = AtomicUsize::new(0);
+    let over_limit_seen = AtomicBool::new(false);
+    let per_thread = || {
+        let mut pacer = Pacer::default();
+        let mut stamper = Stamper::default();
+        let (gate, held, over_limit, cancel) =
+            (&shared.gate, &held, &over_limit_seen, &options.cancel);
+        move |relative: &str, real: &Path, kind| {
             if shared.cancelled.load(Ordering::Relaxed) {
-                return ControlFlow::Break(());
+                cancel.cancel();
+                return None;
             }
             pacer.yield_to_calls(shared);
-            let node = tree.make_node(found.kind, &found.relative, &found.path);
-            if node.kind == EntryKind::File && !node.lossy {
-                let size = node.size().unwrap_or(0);
-                // A file with several names is read under the first only.
-                let first_name = node
-                    .stamp
-                    .and_then(|stamp| stamp.linked_identity())
-                    .is_none_or(|identity| linked.insert(identity));
-                if size <= MAX_SEARCHED_BYTES && first_name {
-                    listed.bytes += size;
-                    listed.filter_bytes += GramFilter::bytes_for(size);
-                }
-                listed.files.push(found.relative.clone());
+            let node = make_listed_node(gate, &mut stamper, kind, relative, real);
+            let bytes =
+                size_of::<(String, Node)>() + heap_bytes(relative.len()) + node.heap_bytes();
+            if held.fetch_add(bytes, Ordering::Relaxed) + bytes > shared.limit_bytes {
+                over_limit.store(true, Ordering::Relaxed);
+                cancel.cancel();
             }
-            tree.insert(found.relative, node);
-            if tree.bytes() > shared.limit_bytes {
-                over_limit = true;
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        },
-    )
-    .ok()?;
-    if over_limit {
+            Some(node)
+        }
+    };
+    let walked = walk::walk_made(&shared.gate, &start, &options, &per_thread);
+    let over_limit = |shared: &Shared| {
         tracing::info!(
             "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
             shared.limit_bytes / (1024 * 1024)
         );
+    };
+    if over_limit_seen.load(Ordering::Relaxed) {
+        over_limit(shared);
         return None;
     }
-    if shared.cancelled.load(Ordering::Relaxed) {
+    // Cancelled, or the root cannot be read.
+    let entries = walked.ok()?;
+    let walk_ms = walk_started.elapsed().as_millis();
+    let mut listed = Listed::default();
+    let mut linked = HashSet::new();
+    for (relative, node) in &entries {
+        if node.kind == EntryKind::File && !node.lossy {
+            let size = node.size().unwrap_or(0);
+            // A file with several names is read under the first only.
+            let first_name = node
+                .stamp
+                .and_then(|stamp| stamp.linked_identity())
+                .is_none_or(|identity| linked.insert(identity));
+            if size <= MAX_SEARCHED_BYTES && first_name {
+                listed.bytes += size;
+                listed.filter_bytes += GramFilter::bytes_for(size);
+            }
+            listed.files.push(relative.clone());
+        }
+    }
+    let tree = Tree::with_entries(&shared.gate, entries);
+    tracing::debug!(
+        "index: walked {} entries in {walk_ms} ms",
+        tree.entry_count()
+    );
+    if tree.bytes() + listed_bytes(&listed) > shared.limit_bytes {
+        over_limit(shared);
         return None;
     }
     let live = Live {
@@ -416,6 +466,16 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     Some((live, listed))
 }
 
+/// What the list of files to index holds, in bytes.
+fn listed_bytes(listed: &Listed) -> usize {
+    heap_bytes(listed.files.capacity() * size_of::<String>())
+        + listed
+            .files
+            .iter()
+            .map(|relative| heap_bytes(relative.len()))
+            .sum::<usize>()
+}
+
 /// The files the build will index, in order, and what indexing them is
 /// expected to take.
 #[derive(Default)]
@@ -425,6 +485,36 @@ pub(super) struct Listed {
     pub(super) bytes: u64,
     /// What the large files' filters would take.
     pub(super) filter_bytes: usize,
+}
+
+/// Writes `parts` (the lists of the files `files` holds from their first
+/// id on) as one segment that becomes `base`'s next layer; true when
+/// written. When it cannot be, the parts stay in memory, merged.
+fn spill(
+    writer: &mut SegmentWriter,
+    base: &mut BaseIndex,
+    parts: &mut Vec<Shard>,
+    files: &[(String, Stamp, Content)],
+) -> bool {
+    let merged = Shard::merge(std::mem::take(parts));
+    let written = match records(base, files, merged.id_range()) {
+        Some(records) => writer
+            .write(&merged, &records)
+            .map_err(|error| error.to_string()),
+        None => Err("the build's ids do not follow its files".to_string()),
+    };
+    match written {
+        Ok(layer) => {
+            base.shard.push(layer);
+            base.names_mapped_before(merged.id_range().end);
+            true
+        }
+        Err(error) => {
+            tracing::info!("index cache: not written ({error}); the index stays in memory");
+            parts.push(merged);
+            false
+        }
+    }
 }
 
 /// What indexing the listed files found, to install in the model.
@@ -445,15 +535,23 @@ pub(super) fn index_contents(
     pacer: &mut Pacer,
     listed: Listed,
     list_bytes: usize,
+    mut writer: Option<&mut SegmentWriter>,
 ) -> Option<Indexed> {
     let root = shared.gate.root();
     let mut indexer = Indexer::for_build();
-    let mut builder = ShardBuilder::new(0, SHARD_PAIRS);
+    // A small memory limit bounds the sort's scratch too (a quarter of it).
+    let shard_pairs = SHARD_PAIRS.min(shared.limit_bytes / 64).max(1024);
+    let mut builder = ShardBuilder::new(0, shard_pairs);
     // Filters are left out from the start unless the file list, trigrams
-    // of about a tenth of the bytes (6-7 % measured on source trees) and
-    // the filters all fit: building them only to drop them costs the
-    // build most of its time on a large tree.
-    let trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    // of about a tenth of the bytes (6-7 % measured on source trees; those
+    // of a run and its merge when they go to disk) and the filters all
+    // fit: building them only to drop them costs the build most of its
+    // time on a large tree.
+    let spill_bytes = SPILL_BYTES.min(shared.limit_bytes / 8);
+    let mut trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
+    if writer.is_some() {
+        trigram_estimate = trigram_estimate.min(2 * spill_bytes);
+    }
     let without_filters = list_bytes
         .saturating_add(trigram_estimate)
         .saturating_add(listed.filter_bytes)
@@ -469,6 +567,8 @@ pub(super) fn index_contents(
     let mut files = Vec::new();
     let mut parts = Vec::new();
     let mut sealed_bytes = 0;
+    // Where in `files` the ids of the lists not written yet begin.
+    let mut unwritten_from = 0;
     for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
@@ -487,14 +587,24 @@ pub(super) fn index_contents(
                 Content::Base(id)
             }
             Content::Fresh(grams) => {
-                let FileGrams { trigrams, filter } = grams;
+                let FileGrams { trigrams, filter } = *grams;
                 // Sealed before it would outgrow its room, so that the
                 // pairs are never reallocated at twice the size.
-                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > SHARD_PAIRS {
-                    let next = ShardBuilder::new(builder.next_id(), SHARD_PAIRS);
+                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > shard_pairs {
+                    let next = ShardBuilder::new(builder.next_id(), shard_pairs);
                     let shard = std::mem::replace(&mut builder, next).finish();
                     sealed_bytes += shard.bytes();
                     parts.push(shard);
+                    if sealed_bytes >= spill_bytes
+                        && let Some(into) = writer.as_deref_mut()
+                    {
+                        let written = spill(into, &mut base, &mut parts, &files[unwritten_from..]);
+                        if !written {
+                            writer = None;
+                        }
+                        sealed_bytes = parts.iter().map(Shard::bytes).sum();
+                        unwritten_from = files.len();
+                    }
                     // The sort's scratch is gone: without this, the
                     // freed pages stay with the process until the end.
                     return_freed_memory();
@@ -537,8 +647,12 @@ pub(super) fn index_contents(
     // build's peak.
     drop(indexer);
     drop(linked);
-    // One lookup per trigram at query time instead of one per part.
-    base.shard = BasePostings::Built(Shard::merge(parts));
+    let written =
+        writer.is_some_and(|into| spill(into, &mut base, &mut parts, &files[unwritten_from..]));
+    if !written {
+        // One lookup per trigram at query time instead of one per part.
+        base.shard.push(Layer::Built(Shard::merge(parts)));
+    }
     base.seal();
     Some(Indexed {
         base,

@@ -121,7 +121,7 @@ impl Indexer {
         } else {
             GramFilter::of(content)
         };
-        answer(Content::Fresh(FileGrams { trigrams, filter }))
+        answer(Content::Fresh(Box::new(FileGrams { trigrams, filter })))
     }
 }
 
@@ -176,6 +176,7 @@ mod tests {
                     Content::Always => "always",
                     Content::Base(_) => "base",
                     Content::Unread => "unread",
+                    Content::Listed => "listed",
                 };
                 (name.as_str(), kind)
             })

@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::base::BaseIndex;
+use super::base::{BaseIndex, NameOf};
 use super::build::log_filters_left_out;
 use super::plan::Query;
 use super::postings::{PostingCache, PostingLists, evaluate};
 use super::tree::{self, Content, PathKey, Tree, depth};
 use super::watch::ChangeWatcher;
-use crate::walk::{Entry, EntryKind};
+use crate::walk::{self, Entry, EntryKind};
 
 pub(super) struct Live {
     pub(super) tree: Tree,
@@ -42,24 +42,22 @@ impl Live {
         // The filters first: they judge a file once, whatever its names.
         let mut ids = self.base_matches(query);
         ids.retain(|&id| self.base.may_match(id, query));
-        let first_names = ids
-            .iter()
-            .filter_map(|&id| self.base.names.get(id as usize));
+        let first_names = ids.iter().filter_map(|&id| self.base.name(id));
         let names = merge_in_path_order(
             first_names,
-            self.base.other_names_of(&ids).into_iter(),
-            |name| &name.key,
+            self.base.other_names_of(&ids).into_iter().map(NameOf::from),
+            |name| name.name,
         );
         let base = names
             .into_iter()
             .filter(|name| {
                 // Changed or gone since the build: the loose files or nothing.
-                tree::is_below(&name.key.0, dir)
-                    && name.key.0 != dir
-                    && self.tree.holds_base(&name.key.0)
+                tree::is_below(name.name, dir)
+                    && name.name != dir
+                    && self.tree.holds_base(name.name)
             })
             .map(|name| Found {
-                key: &name.key,
+                key: name.name,
                 kind: EntryKind::File,
                 size: Some(name.size),
                 ino: name.ino,
@@ -101,17 +99,17 @@ impl Live {
     }
 }
 
-/// Two sequences in path order (of the keys `key` gives), as one.
-pub(super) fn merge_in_path_order<T>(
+/// Two sequences in path order (of the paths `key` gives), as one.
+pub(super) fn merge_in_path_order<'k, T>(
     first: impl Iterator<Item = T>,
     second: impl Iterator<Item = T>,
-    key: impl Fn(&T) -> &PathKey,
+    key: impl Fn(&T) -> &'k str,
 ) -> Vec<T> {
     let mut merged = Vec::new();
     let (mut first, mut second) = (first.peekable(), second.peekable());
     loop {
         let take_first = match (first.peek(), second.peek()) {
-            (Some(a), Some(b)) => key(a) <= key(b),
+            (Some(a), Some(b)) => walk::path_order(key(a), key(b)).is_le(),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return merged,
@@ -126,7 +124,7 @@ pub(super) fn merge_in_path_order<T>(
 
 /// An entry of the model, with what a listing of it needs.
 pub(super) struct Found<'a> {
-    pub(super) key: &'a PathKey,
+    pub(super) key: &'a str,
     pub(super) kind: EntryKind,
     pub(super) size: Option<u64>,
     pub(super) ino: Option<u64>,
@@ -135,7 +133,7 @@ pub(super) struct Found<'a> {
 impl<'a> Found<'a> {
     pub(super) fn of((key, node): (&'a PathKey, &'a tree::Node)) -> Self {
         Self {
-            key,
+            key: &key.0,
             kind: node.kind,
             size: node.size(),
             ino: node.stamp.and_then(|stamp| stamp.inode()),
@@ -143,13 +141,13 @@ impl<'a> Found<'a> {
     }
 
     pub(super) fn entry(&self, root: &Path, depth_of_start: usize) -> Entry {
-        let relative = &self.key.0;
+        let relative = self.key;
         // One allocation (a join grows the root's copy).
         let mut path = PathBuf::with_capacity(root.as_os_str().len() + 1 + relative.len());
         path.push(root);
         path.push(relative);
         Entry {
-            relative: relative.clone(),
+            relative: relative.to_string(),
             path,
             kind: self.kind,
             depth: depth(relative) - depth_of_start,

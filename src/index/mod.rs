@@ -39,7 +39,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use regex_syntax::hir::Hir;
 
-use build::{build, keep_indexing, lower_priority};
+use build::{build, keep_indexing, lower_priority, return_freed_memory, switch_off};
 use live::{Found, Live};
 use tree::{PathKey, depth};
 use watch::Changes;
@@ -86,9 +86,37 @@ struct Shared {
     building: AtomicBool,
     /// Tool calls in progress: the build pauses while there are any.
     calls: AtomicUsize,
+    /// The build is serving a committed index from disk: calls wait for
+    /// it (a while) rather than scan, and the build does not pause.
+    restoring: AtomicBool,
+    /// Signalled when the state leaves [`State::Building`].
+    left_building: Condvar,
     /// Where the index is kept between sessions, and the disk budget of
     /// all roots' folders in bytes; unset: in memory only.
     cache: OnceLock<(RootCache, u64)>,
+}
+
+/// How long a call waits for an index being served from disk before it
+/// walks instead: serving it takes the walk of the file list and a look at
+/// every file's stamp, a fraction of what a scan reads on any tree.
+const RESTORE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Shared {
+    fn new(gate: &PathGate, limit_bytes: usize, change_notifications: bool, enabled: bool) -> Self {
+        Shared {
+            gate: gate.clone(),
+            limit_bytes,
+            change_notifications,
+            state: Mutex::new(if enabled { State::Building } else { State::Off }),
+            unread: Condvar::new(),
+            cancelled: AtomicBool::new(false),
+            building: AtomicBool::new(enabled),
+            calls: AtomicUsize::new(0),
+            restoring: AtomicBool::new(false),
+            left_building: Condvar::new(),
+            cache: OnceLock::new(),
+        }
+    }
 }
 
 /// Held for the length of a tool call (see [`TreeModel::busy`]).
@@ -135,22 +163,14 @@ impl TreeModel {
     /// The model of `gate`'s root, not built yet: calls answer `None` until
     /// [`TreeModel::start`] has built it.
     pub fn new(gate: &PathGate, config: &IndexConfig) -> Self {
-        let shared = Arc::new(Shared {
-            gate: gate.clone(),
-            limit_bytes: usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024))
-                .unwrap_or(usize::MAX),
-            change_notifications: config.change_notifications,
-            state: Mutex::new(if config.enabled {
-                State::Building
-            } else {
-                State::Off
-            }),
-            unread: Condvar::new(),
-            cancelled: AtomicBool::new(false),
-            building: AtomicBool::new(config.enabled),
-            calls: AtomicUsize::new(0),
-            cache: OnceLock::new(),
-        });
+        let limit_bytes =
+            usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
+        let shared = Arc::new(Shared::new(
+            gate,
+            limit_bytes,
+            config.change_notifications,
+            config.enabled,
+        ));
         Self {
             shared,
             started: AtomicBool::new(!config.enabled),
@@ -180,15 +200,32 @@ impl TreeModel {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
+        if let Some((cache, _)) = self.shared.cache.get()
+            && cache
+                .committed()
+                .is_ok_and(|committed| !committed.is_empty())
+        {
+            self.shared.restoring.store(true, Ordering::Release);
+        }
         let building = self.shared.clone();
         let spawned = std::thread::Builder::new()
             .name("index-build".into())
             .spawn(move || {
-                lower_priority();
-                let built = build(&building).is_some();
-                if !built && let Ok(mut state) = building.state.lock() {
-                    *state = State::Off;
+                // Serving a committed index runs as calls do: they wait
+                // for it. It lowers its priority once the index serves.
+                if !building.restoring.load(Ordering::Acquire) {
+                    lower_priority();
                 }
+                let built = build(&building).is_some();
+                if !built {
+                    // What the build dropped on its way out goes back too.
+                    return_freed_memory();
+                    if let Ok(mut state) = building.state.lock() {
+                        switch_off(&mut state);
+                    }
+                }
+                building.restoring.store(false, Ordering::Release);
+                building.left_building.notify_all();
                 building.building.store(false, Ordering::Release);
                 if built {
                     keep_indexing(&building);
@@ -197,6 +234,7 @@ impl TreeModel {
         if spawned.is_err() {
             tracing::warn!("index: cannot start the build thread; searches scan the tree");
             self.shared.building.store(false, Ordering::Release);
+            self.shared.restoring.store(false, Ordering::Release);
             if let Ok(mut state) = self.shared.state.lock() {
                 *state = State::Off;
             }
@@ -214,17 +252,12 @@ impl TreeModel {
     #[cfg(test)]
     pub fn off() -> Self {
         Self {
-            shared: Arc::new(Shared {
-                gate: PathGate::new(std::env::temp_dir(), &[]).expect("a gate on the temp dir"),
-                limit_bytes: 0,
-                change_notifications: false,
-                state: Mutex::new(State::Off),
-                unread: Condvar::new(),
-                cancelled: AtomicBool::new(false),
-                building: AtomicBool::new(false),
-                calls: AtomicUsize::new(0),
-                cache: OnceLock::new(),
-            }),
+            shared: Arc::new(Shared::new(
+                &PathGate::new(std::env::temp_dir(), &[]).expect("a gate on the temp dir"),
+                0,
+                false,
+                false,
+            )),
             started: AtomicBool::new(true),
         }
     }
@@ -294,6 +327,15 @@ impl TreeModel {
         // An unreadable starting folder is the walker's error to give.
         walk::ensure_readable(start).ok()?;
         let mut state = self.shared.state.lock().ok()?;
+        if self.shared.restoring.load(Ordering::Acquire) {
+            let waited =
+                self.shared
+                    .left_building
+                    .wait_timeout_while(state, RESTORE_WAIT, |state| {
+                        matches!(state, State::Building)
+                    });
+            state = waited.ok()?.0;
+        }
         let State::Ready(live) = &mut *state else {
             return None;
         };
@@ -323,7 +365,7 @@ impl TreeModel {
                 "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
                 live.bytes() / (1024 * 1024)
             );
-            *state = State::Off;
+            switch_off(&mut state);
             return None;
         }
         let expected = if start.relative == "." {
@@ -525,6 +567,91 @@ mod tests {
     }
 
     #[test]
+    fn an_index_kept_on_disk_in_several_segments_answers_as_the_one_in_memory() {
+        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 400 }, 5);
+        let cache_dir = tempfile::tempdir().unwrap();
+        let config = IndexCacheConfig {
+            cache_dir: Some(cache_dir.path().to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        let on_disk = |config: &IndexCacheConfig| {
+            std::thread::sleep(Duration::from_millis(250));
+            let model = TreeModel::new(&gate, &IndexConfig::default());
+            model.keep_on_disk(config);
+            model.start();
+            wait_until_settled(&model);
+            assert!(model.is_ready());
+            model
+        };
+        let written = on_disk(&config);
+        let cache = RootCache::locate(&config, gate.root()).unwrap();
+        let segments = cache.committed().unwrap();
+        assert!(segments.len() > 1, "one segment: {segments:?}");
+        // The next session maps them as they are: nothing changed.
+        let restored = on_disk(&config);
+        assert_eq!(cache.committed().unwrap(), segments);
+        let in_memory = ready_model(&gate);
+        let mut patterns: Vec<(&str, bool)> = WORDS.iter().map(|word| (*word, false)).collect();
+        patterns.extend([
+            (r"fn \w+", true),
+            (r"(needle|zebra) \d", true),
+            (r"\w+", true),
+        ]);
+        for (pattern, regex) in patterns {
+            for case_insensitive in [false, true] {
+                let query = ContentQuery {
+                    pattern,
+                    regex,
+                    case_insensitive,
+                };
+                let expected = candidate_names(&in_memory, &gate, &query);
+                assert_eq!(
+                    candidate_names(&written, &gate, &query),
+                    expected,
+                    "{query:?}"
+                );
+                assert_eq!(
+                    candidate_names(&restored, &gate, &query),
+                    expected,
+                    "{query:?}"
+                );
+                for found in true_matches(&gate, &query) {
+                    assert!(expected.contains(&found), "{query:?} misses {found}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_during_the_restore_of_a_committed_index_waits_for_it() {
+        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 2000 }, 9);
+        let cache_dir = tempfile::tempdir().unwrap();
+        let config = IndexCacheConfig {
+            cache_dir: Some(cache_dir.path().to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        std::thread::sleep(Duration::from_millis(250));
+        let first = TreeModel::new(&gate, &IndexConfig::default());
+        first.keep_on_disk(&config);
+        first.start();
+        wait_until_settled(&first);
+        drop(first);
+        let second = TreeModel::new(&gate, &IndexConfig::default());
+        second.keep_on_disk(&config);
+        second.start();
+        // Walking 2,000 entries takes far longer than this step.
+        assert!(format!("{second:?}").contains("building"), "{second:?}");
+        let query = ContentQuery::literal("needle");
+        let start = gate.resolve(".").unwrap();
+        let answer = second.candidates(&start, &query.hir());
+        assert!(answer.is_some(), "the call walked instead of waiting");
+        let found: Vec<String> = answer.unwrap().into_iter().map(|e| e.relative).collect();
+        for path in true_matches(&gate, &query) {
+            assert!(found.contains(&path), "misses {path}");
+        }
+    }
+
+    #[test]
     fn changes_are_seen_by_the_next_call() {
         let (_dir, gate) = generated_tree(50, 3);
         let model = ready_model(&gate);
@@ -591,7 +718,12 @@ mod tests {
         let State::Ready(live) = &*state else {
             panic!("the model is ready");
         };
-        let first_names = live.base.names.iter().enumerate();
+        let first_names = live
+            .base
+            .names
+            .iter()
+            .enumerate()
+            .map(|(at, name)| (at + live.base.names_from as usize, name));
         let other_names = live
             .base
             .other_names

@@ -25,6 +25,11 @@ impl Pacer {
     /// Waits while tool calls run, between two files or entries, where the
     /// build holds no lock a call could need.
     pub(super) fn yield_to_calls(&mut self, shared: &Shared) {
+        // Serving the index from disk is what calls wait for (or, past
+        // their wait, what would spare them the scan): it does not pause.
+        if shared.restoring.load(Ordering::Relaxed) {
+            return;
+        }
         let busy = || shared.calls.load(Ordering::Relaxed) > 0;
         if !busy()
             || self

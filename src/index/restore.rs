@@ -1,16 +1,18 @@
 //! Serves a new session from the index kept on disk: maps the root's
-//! committed segment and, against the file list just walked (the stat
+//! committed segments and, against the file list just walked (the stat
 //! sweep), gives every file whose stamp is the segment's its base id at
 //! once. Changed and new files stay candidates until they are read; files
 //! gone (or now hidden by the walker) lose their base names.
 
 use std::time::Instant;
 
-use super::base::{BaseIndex, BasePostings};
+use super::base::{BaseIndex, Layer};
 use super::cache::RootCache;
 use super::live::Live;
 use super::ngram::GramFilter;
+use super::segment::Segment;
 use super::tree::Content;
+use crate::walk;
 
 /// What the sweep found.
 pub(super) struct Restored {
@@ -45,45 +47,62 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
             return None;
         }
     };
-    let name = committed.last()?;
-    let segment = match cache.open_segment(name) {
-        Ok(segment) => segment,
-        Err(error) => {
-            tracing::debug!("index cache: {error}; rebuilding");
-            return None;
+    if committed.is_empty() {
+        return None;
+    }
+    let mut segments = Vec::with_capacity(committed.len());
+    for name in &committed {
+        match cache.open_segment(name) {
+            Ok(segment) => segments.push(segment),
+            Err(error) => {
+                tracing::debug!("index cache: {error}; rebuilding");
+                return None;
+            }
         }
-    };
+    }
+    if !in_path_order(&segments) {
+        tracing::debug!("index cache: its segments overlap; rebuilding");
+        return None;
+    }
     let mut base = BaseIndex::default();
     let mut restored = Restored {
         unchanged: 0,
         changed: 0,
         gone: 0,
     };
-    let files = (0..segment.file_count())
-        .map(|id| segment.file(id))
-        .collect::<Option<Vec<_>>>()?;
-    for (id, file) in (0u32..).zip(files) {
-        let filter = file
-            .filter
-            .and_then(|(case, words)| GramFilter::from_parts(case, words));
-        base.push(id, file.name, &file.stamp, filter);
-        // Adopted only by a settled file of the same stamp, not indexed yet.
-        if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
-            restored.unchanged += 1;
-            continue;
+    let mut first_id = 0u32;
+    for segment in segments {
+        let files = (0..segment.file_count())
+            .map(|local| segment.file(local))
+            .collect::<Option<Vec<_>>>()?;
+        for (id, file) in (first_id..).zip(files) {
+            let filter = file
+                .filter
+                .and_then(|(case, words)| GramFilter::from_parts(case, words));
+            base.push_filter(id, filter);
+            // Adopted only by a settled file of the same stamp, not indexed yet.
+            if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
+                restored.unchanged += 1;
+                continue;
+            }
+            live.tree.lose_base(file.name);
+            if live.tree.get(file.name).is_some() {
+                restored.changed += 1;
+            } else {
+                restored.gone += 1;
+            }
         }
-        live.tree.lose_base(file.name);
-        if live.tree.get(file.name).is_some() {
-            restored.changed += 1;
-        } else {
-            restored.gone += 1;
-        }
+        let next = first_id.checked_add(segment.file_count())?;
+        base.shard.push(Layer::Mapped { first_id, segment });
+        first_id = next;
     }
-    base.shard = BasePostings::Mapped(segment);
+    // Names are read from the segments.
+    base.names_mapped_before(first_id);
     base.seal();
     live.base = base;
     tracing::debug!(
-        "index cache: segment {name} used: {} files unchanged, {} changed, {} gone (sweep {} ms)",
+        "index cache: {} segments used: {} files unchanged, {} changed, {} gone (sweep {} ms)",
+        committed.len(),
         restored.unchanged,
         restored.changed,
         restored.gone,
@@ -91,4 +110,16 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
     );
     let _ = cache.mark_used();
     Some(restored)
+}
+
+/// Whether each segment's names all come after the previous segment's:
+/// ids follow path order across the segments too.
+fn in_path_order(segments: &[Segment]) -> bool {
+    segments.windows(2).all(|pair| {
+        let last = pair[0].file_count().checked_sub(1);
+        match (last.and_then(|last| pair[0].file(last)), pair[1].file(0)) {
+            (Some(last), Some(first)) => walk::path_order(last.name, first.name).is_lt(),
+            _ => true,
+        }
+    })
 }

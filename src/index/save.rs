@@ -1,75 +1,130 @@
-//! Keeps the build's index on disk: writes it as a segment of the root's
-//! cache folder and commits it, when no other server is writing there.
+//! Keeps the build's index on disk. The build hands its posting lists to a
+//! [`SegmentWriter`] in runs of consecutive ids; each run is written as a
+//! segment of the root's cache folder and mapped at once, so the lists
+//! leave the heap as the build goes. At the end the runs are committed
+//! together; until then the previous commit stays in use by every reader.
+//! One server writes a folder at a time (its writer lock, held from the
+//! first run to the commit).
 
 use std::time::Instant;
 
-use super::base::{BaseIndex, BasePostings};
-use super::build::Indexed;
-use super::cache::{RootCache, evict_over_budget};
+use super::base::{BaseIndex, Layer};
+use super::cache::{CacheError, RootCache, WriterLock, evict_over_budget};
+use super::postings::Shard;
 use super::segment::{FileRecord, FilterBits};
 use super::tree::Content;
+use crate::walk::Stamp;
 
-/// Writes the files `indexed` holds under their first names, with their
-/// posting lists and filters, as the root's one committed segment. Any
-/// failure only leaves the previous commit in place.
-pub(super) fn save(cache: &RootCache, indexed: &Indexed, max_disk_bytes: u64) {
-    let started = Instant::now();
-    let BasePostings::Built(shard) = &indexed.base.shard else {
-        return;
-    };
-    let Some(records) = records(&indexed.base, indexed) else {
-        tracing::debug!("index cache: the build's ids do not follow its files; nothing written");
-        return;
-    };
-    let written = cache.create().and_then(|()| {
-        let Some(lock) = cache.try_lock_writer()? else {
-            tracing::debug!("index cache: another server is writing it; nothing written");
-            return Ok(None);
-        };
-        let name = cache.write_segment(&lock, &records, shard.lists())?;
-        cache.commit(&lock, std::slice::from_ref(&name))?;
-        cache.mark_used()?;
-        Ok(Some(name))
-    });
-    match written {
-        Ok(Some(name)) => {
-            tracing::debug!(
-                "index cache: wrote segment {name} of {} files to {} in {} ms",
-                records.len(),
-                cache.folder().display(),
-                started.elapsed().as_millis()
-            );
-            for removed in evict_over_budget(cache, max_disk_bytes) {
+pub(super) struct SegmentWriter<'a> {
+    cache: &'a RootCache,
+    lock: WriterLock,
+    max_disk_bytes: u64,
+    /// The segments written so far, in id order.
+    written: Vec<String>,
+    started: Instant,
+}
+
+impl<'a> SegmentWriter<'a> {
+    /// `None` when the folder cannot be used or another server is writing
+    /// it (then this build keeps its lists in memory).
+    pub(super) fn open(cache: &'a RootCache, max_disk_bytes: u64) -> Option<Self> {
+        let locked = cache.create().and_then(|()| cache.try_lock_writer());
+        if let Ok(Some(lock)) = &locked
+            && let Err(error) = cache.remove_uncommitted(lock)
+        {
+            tracing::debug!("index cache: {error}; what a killed writer left stays");
+        }
+        match locked {
+            Ok(Some(lock)) => Some(SegmentWriter {
+                cache,
+                lock,
+                max_disk_bytes,
+                written: Vec::new(),
+                started: Instant::now(),
+            }),
+            Ok(None) => {
                 tracing::debug!(
-                    "index cache: removed {} (least recently used, over [index] max_disk_mb)",
-                    removed.display()
+                    "index cache: another server is writing it; this build stays in memory"
                 );
+                None
+            }
+            Err(error) => {
+                tracing::info!("index cache: {error}; the index stays in memory");
+                None
             }
         }
-        Ok(None) => {}
-        Err(error) => {
-            tracing::info!("index cache: not written ({error}); the index stays in memory")
+    }
+
+    /// Writes `shard` (ids `records` describe, from its first id on) as a
+    /// segment and maps it: the layer that replaces the shard.
+    pub(super) fn write(
+        &mut self,
+        shard: &Shard,
+        records: &[FileRecord],
+    ) -> Result<Layer, CacheError> {
+        let first_id = shard.id_range().start;
+        let local = shard
+            .lists()
+            .map(|(trigram, ids)| (trigram, ids.into_iter().map(|id| id - first_id).collect()));
+        let name = self.cache.write_segment(&self.lock, records, local)?;
+        let segment = self.cache.open_segment(&name)?;
+        self.written.push(name);
+        Ok(Layer::Mapped { first_id, segment })
+    }
+
+    /// Makes the segments written the root's committed index (replacing
+    /// the previous one) and keeps the cache within its disk budget.
+    pub(super) fn commit(self) {
+        let committed = self
+            .cache
+            .commit(&self.lock, &self.written)
+            .and_then(|()| self.cache.mark_used());
+        match committed {
+            Ok(()) => {
+                tracing::debug!(
+                    "index cache: wrote segments ({}) to {} and committed them, in {} ms",
+                    self.written.len(),
+                    self.cache.folder().display(),
+                    self.started.elapsed().as_millis()
+                );
+                for removed in evict_over_budget(self.cache, self.max_disk_bytes) {
+                    tracing::debug!(
+                        "index cache: removed {} (least recently used, over [index] max_disk_mb)",
+                        removed.display()
+                    );
+                }
+            }
+            Err(error) => {
+                tracing::info!("index cache: not written ({error}); the index stays in memory")
+            }
         }
     }
 }
 
-/// One record per base id, in id order: the file's first name, the stamp
-/// it was read with and its filter.
-fn records<'a>(base: &'a BaseIndex, indexed: &'a Indexed) -> Option<Vec<FileRecord<'a>>> {
-    let mut records = Vec::with_capacity(base.names.len());
-    let mut filters = base.filters.iter().peekable();
-    for (relative, stamp, content) in &indexed.files {
-        let Content::Base(id) = content else {
+/// One record per base id in `ids`, in id order: the file's first name,
+/// the stamp it was read with and its filter, from `files` (what the build
+/// read, in path order, from the first of those ids on). `None` when the
+/// ids do not follow the files.
+pub(super) fn records<'a>(
+    base: &'a BaseIndex,
+    files: &'a [(String, Stamp, Content)],
+    ids: std::ops::Range<u32>,
+) -> Option<Vec<FileRecord<'a>>> {
+    let mut records = Vec::with_capacity(ids.len());
+    let mut next = ids.start;
+    for (relative, stamp, content) in files {
+        let Content::Base(id) = *content else {
             continue;
         };
-        let first_name = base.names.get(*id as usize)?;
-        if first_name.key.0 != *relative {
+        if id < next || !ids.contains(&id) {
+            // Another name of a file already listed.
             continue;
         }
-        if *id as usize != records.len() {
+        let first_name = base.name(id)?;
+        if id != next || first_name.name != relative {
             return None;
         }
-        let filter = filters.next_if(|(with, _)| with == id).map(|(_, filter)| {
+        let filter = base.filter(id).map(|filter| {
             let (case, words) = filter.parts();
             FilterBits { case, words }
         });
@@ -78,6 +133,7 @@ fn records<'a>(base: &'a BaseIndex, indexed: &'a Indexed) -> Option<Vec<FileReco
             stamp: *stamp,
             filter,
         });
+        next += 1;
     }
-    (records.len() == base.names.len()).then_some(records)
+    (next == ids.end).then_some(records)
 }

@@ -2,36 +2,86 @@
 //! walker's ignore-rule cache.
 
 use std::fs::{File, Metadata};
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// What identifies one version of a file: a rewrite changes at least the
 /// change time (to the nanosecond where the file system keeps it).
+///
+/// One is kept for every entry of the file list, so it is packed: times
+/// as seconds and nanoseconds (the range and precision of `struct stat`),
+/// the link count saturated (only "one" or "several" matters), and the
+/// link count non-zero so that `Option<Stamp>` costs nothing more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stamp {
     len: u64,
-    modified: i128,
-    changed: i128,
+    modified: Time,
+    changed: Time,
     inode: u64,
     device: u64,
     mode: u32,
     /// Names (hard links) that lead to the file.
-    links: u64,
+    links: NonZeroU32,
+}
+
+/// A time as seconds since the Unix epoch and nanoseconds within that
+/// second, in 12 bytes (4-byte aligned, so that two of them and the other
+/// fields pack without padding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Time {
+    seconds: [u32; 2],
+    nanos: u32,
+}
+
+const NANOS_PER_SECOND: i128 = 1_000_000_000;
+
+impl Time {
+    /// From seconds and nanoseconds as `stat` gives them (the nanoseconds
+    /// brought into range whatever the platform handed over).
+    fn new(seconds: i64, nanos: i64) -> Self {
+        Self::from_nanos(i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos))
+    }
+
+    /// From nanoseconds since the epoch, clamped to what seconds in an
+    /// `i64` can hold.
+    fn from_nanos(nanos: i128) -> Self {
+        let seconds = nanos.div_euclid(NANOS_PER_SECOND);
+        let seconds =
+            i64::try_from(seconds).unwrap_or(if seconds < 0 { i64::MIN } else { i64::MAX });
+        let bits = seconds as u64;
+        Self {
+            seconds: [bits as u32, (bits >> 32) as u32],
+            nanos: nanos.rem_euclid(NANOS_PER_SECOND) as u32,
+        }
+    }
+
+    fn seconds(self) -> i64 {
+        (u64::from(self.seconds[0]) | u64::from(self.seconds[1]) << 32) as i64
+    }
+
+    fn as_nanos(self) -> i128 {
+        i128::from(self.seconds()) * NANOS_PER_SECOND + i128::from(self.nanos)
+    }
+}
+
+/// A link count as the stamp keeps it: at least one, at most `u32::MAX`.
+fn links(count: u64) -> NonZeroU32 {
+    NonZeroU32::new(u32::try_from(count).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN)
 }
 
 impl Stamp {
     #[cfg(unix)]
     pub fn of(metadata: &Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
-        let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
         Self {
             len: metadata.len(),
-            modified: nanos(metadata.mtime(), metadata.mtime_nsec()),
-            changed: nanos(metadata.ctime(), metadata.ctime_nsec()),
+            modified: Time::new(metadata.mtime(), metadata.mtime_nsec()),
+            changed: Time::new(metadata.ctime(), metadata.ctime_nsec()),
             inode: metadata.ino(),
             device: metadata.dev(),
             mode: metadata.mode(),
-            links: metadata.nlink(),
+            links: links(metadata.nlink()),
         }
     }
 
@@ -48,12 +98,12 @@ impl Stamp {
         };
         Self {
             len: metadata.len(),
-            modified: nanos(metadata.modified()),
-            changed: nanos(metadata.created()),
+            modified: Time::from_nanos(nanos(metadata.modified())),
+            changed: Time::from_nanos(nanos(metadata.created())),
             inode: 0,
             device: 0,
             mode: u32::from(metadata.permissions().readonly()),
-            links: 1,
+            links: NonZeroU32::MIN,
         }
     }
 
@@ -64,12 +114,12 @@ impl Stamp {
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut out = [0u8; Self::BYTES];
         out[0..8].copy_from_slice(&self.len.to_le_bytes());
-        out[8..24].copy_from_slice(&self.modified.to_le_bytes());
-        out[24..40].copy_from_slice(&self.changed.to_le_bytes());
+        out[8..24].copy_from_slice(&self.modified.as_nanos().to_le_bytes());
+        out[24..40].copy_from_slice(&self.changed.as_nanos().to_le_bytes());
         out[40..48].copy_from_slice(&self.inode.to_le_bytes());
         out[48..56].copy_from_slice(&self.device.to_le_bytes());
         out[56..60].copy_from_slice(&self.mode.to_le_bytes());
-        out[60..68].copy_from_slice(&self.links.to_le_bytes());
+        out[60..68].copy_from_slice(&u64::from(self.links.get()).to_le_bytes());
         out
     }
 
@@ -85,12 +135,12 @@ impl Stamp {
         };
         Self {
             len: u64_at(0),
-            modified: i128_at(8),
-            changed: i128_at(24),
+            modified: Time::from_nanos(i128_at(8)),
+            changed: Time::from_nanos(i128_at(24)),
             inode: u64_at(40),
             device: u64_at(48),
             mode: u32::from_le_bytes(field(56..60).try_into().unwrap_or_default()),
-            links: u64_at(60),
+            links: links(u64_at(60)),
         }
     }
 
@@ -127,6 +177,21 @@ impl Stamp {
         Ok((metadata, stamp))
     }
 
+    /// The stamp of the `stat` of an entry, as [`Stamp::of`] makes it from
+    /// the same entry's metadata.
+    #[cfg(target_os = "linux")]
+    fn of_stat(stat: &rustix::fs::Stat) -> Self {
+        Self {
+            len: stat.st_size as u64,
+            modified: Time::new(stat.st_mtime, stat.st_mtime_nsec as i64),
+            changed: Time::new(stat.st_ctime, stat.st_ctime_nsec as i64),
+            inode: stat.st_ino,
+            device: stat.st_dev,
+            mode: stat.st_mode,
+            links: links(stat.st_nlink),
+        }
+    }
+
     pub fn size(&self) -> u64 {
         self.len
     }
@@ -141,12 +206,12 @@ impl Stamp {
     /// it: a write through one name changes what all of them hold, and the
     /// change watcher reports only the name written through.
     pub fn linked_identity(&self) -> Option<(u64, u64)> {
-        (cfg!(unix) && self.links > 1).then_some((self.device, self.inode))
+        (cfg!(unix) && self.links.get() > 1).then_some((self.device, self.inode))
     }
 
-    /// How many names lead to the file.
+    /// How many names lead to the file (`u32::MAX` for that many or more).
     pub fn links(&self) -> u64 {
-        self.links
+        u64::from(self.links.get())
     }
 
     /// Whether a write right after `seen_at` could leave this stamp
@@ -157,7 +222,7 @@ impl Stamp {
         let Ok(seen) = seen_at.duration_since(SystemTime::UNIX_EPOCH) else {
             return true;
         };
-        let latest = self.modified.max(self.changed);
+        let latest = self.modified.as_nanos().max(self.changed.as_nanos());
         latest + self.doubt().as_nanos() as i128 >= seen.as_nanos() as i128
     }
 
@@ -180,7 +245,7 @@ impl Stamp {
     /// another: stamps in whole seconds get two seconds, finer ones a
     /// tenth.
     fn doubt(&self) -> Duration {
-        let whole_seconds = self.modified % 1_000_000_000 == 0 && self.changed % 1_000_000_000 == 0;
+        let whole_seconds = self.modified.nanos == 0 && self.changed.nanos == 0;
         if whole_seconds {
             Duration::from_secs(2)
         } else {
@@ -189,10 +254,85 @@ impl Stamp {
     }
 }
 
+/// Stamps entries as a walk meets them, folder by folder: on Linux each
+/// `stat` is made relative to the entry's folder, held open, where a
+/// `stat` by path looks every folder on the way up again (most of what a
+/// stat of a deep file costs). The folder is opened by path, as the `stat`
+/// by path would have walked it: what is stamped is the same entry.
+#[derive(Default)]
+pub struct Stamper {
+    #[cfg(target_os = "linux")]
+    held: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
+}
+
+impl Stamper {
+    /// The stamp of what is at `path` (a final symlink not followed).
+    pub fn lstat(&mut self, path: &Path) -> Option<Stamp> {
+        #[cfg(target_os = "linux")]
+        if let (Some(folder), Some(name)) = (path.parent(), path.file_name()) {
+            use rustix::fs::{AtFlags, Mode, OFlags};
+            let held =
+                |(known, _): &(std::path::PathBuf, _)| known.as_os_str() == folder.as_os_str();
+            if !self.held.as_ref().is_some_and(held) {
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                self.held = rustix::fs::open(folder, flags, Mode::empty())
+                    .ok()
+                    .map(|fd| (folder.to_path_buf(), fd));
+            }
+            if let Some((_, fd)) = &self.held {
+                return rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .ok()
+                    .map(|stat| Stamp::of_stat(&stat));
+            }
+        }
+        Stamp::lstat(path).ok().map(|(_, stamp)| stamp)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs::FileTimes;
+
+    #[test]
+    fn a_stamper_stamps_as_a_stat_by_path_does() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "x").expect("write");
+        std::fs::hard_link(&file, dir.path().join("b.txt")).expect("link");
+        std::fs::create_dir(dir.path().join("sub")).expect("folder");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("a.txt", dir.path().join("link")).expect("symlink");
+        let mut stamper = Stamper::default();
+        for name in ["a.txt", "b.txt", "sub", "link", "gone", "a.txt"] {
+            let path = dir.path().join(name);
+            let by_path = Stamp::lstat(&path).ok().map(|(_, stamp)| stamp);
+            assert_eq!(stamper.lstat(&path), by_path, "{name}");
+        }
+        assert_eq!(stamper.lstat(&file).map(|s| s.links()), Some(2));
+    }
+
+    #[test]
+    fn a_stamp_is_compact_and_survives_its_bytes() {
+        // The file list keeps one per entry.
+        assert_eq!(size_of::<Option<Stamp>>(), 56);
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        for time in [
+            SystemTime::UNIX_EPOCH - Duration::new(86_400, 123),
+            SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 999_999_999),
+        ] {
+            file.as_file()
+                .set_times(FileTimes::new().set_modified(time))
+                .expect("set mtime");
+            let stamp = Stamp::of(&file.as_file().metadata().expect("metadata"));
+            assert_eq!(Stamp::from_bytes(&stamp.to_bytes()), stamp);
+            assert_eq!(stamp.links(), 1);
+        }
+        // Any bytes make some stamp, times out of range included.
+        let wild = Stamp::from_bytes(&[0xff; Stamp::BYTES]);
+        assert!(wild.links() >= 1);
+        assert!(Stamp::from_bytes(&[0; Stamp::BYTES]).links() >= 1);
+    }
 
     #[test]
     fn a_future_stamp_is_trusted_once_seen_again_a_tick_later() {
@@ -224,7 +364,7 @@ mod tests {
 /// the inode and device.
 #[cfg(windows)]
 mod windows {
-    use super::Stamp;
+    use super::{Stamp, Time};
     use std::fs::File;
     use std::io;
     use std::os::windows::fs::OpenOptionsExt;
@@ -270,7 +410,7 @@ mod windows {
             }
             (info, basic)
         };
-        let nanos = |ticks: i64| (i128::from(ticks) - TICKS_TO_UNIX_EPOCH) * 100;
+        let nanos = |ticks: i64| Time::from_nanos((i128::from(ticks) - TICKS_TO_UNIX_EPOCH) * 100);
         Ok(Stamp {
             len: u64::from(info.nFileSizeHigh) << 32 | u64::from(info.nFileSizeLow),
             modified: nanos(basic.LastWriteTime),
@@ -278,7 +418,7 @@ mod windows {
             inode: u64::from(info.nFileIndexHigh) << 32 | u64::from(info.nFileIndexLow),
             device: u64::from(info.dwVolumeSerialNumber),
             mode: info.dwFileAttributes,
-            links: u64::from(info.nNumberOfLinks),
+            links: super::links(u64::from(info.nNumberOfLinks)),
         })
     }
 }

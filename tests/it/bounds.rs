@@ -659,3 +659,117 @@ async fn soak_every_tool_pipelined_with_cancellations() {
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
 }
+
+// Over the memory limit the model is dropped, and its memory goes back to
+// the system: the process holds what a server without an index holds.
+
+/// A project whose index outgrows an 8 MB limit: 300 files of 32 KB of
+/// base-36 identifiers (some 20,000 distinct trigrams a file).
+#[cfg(target_os = "linux")]
+fn over_the_limit_project() -> TempProject {
+    let project = TempProject::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for file in 0..300 {
+        let mut text = String::with_capacity(33_000);
+        while text.len() < 32_000 {
+            // xorshift, written in base 36: identifiers that share few
+            // trigrams.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut n = state;
+            text.push_str("id_");
+            while n > 0 {
+                text.push(char::from_digit((n % 36) as u32, 36).unwrap_or('z'));
+                n /= 36;
+            }
+            text.push(' ');
+        }
+        project.write(&format!("d{}/f{file:03}.txt", file % 12), &text);
+    }
+    project
+}
+
+/// Polls `pid`'s VmRSS until it is below `bound_kib` or `deadline`
+/// passes; returns the last figure.
+#[cfg(target_os = "linux")]
+async fn rss_settles_below(pid: u32, bound_kib: u64, deadline: Duration) -> u64 {
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        let rss = status_kib(pid, "VmRSS");
+        if rss < bound_kib || tokio::time::Instant::now() >= until {
+            return rss;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_model_over_the_memory_limit_gives_its_memory_back() {
+    let project = over_the_limit_project();
+    crate::common::let_stamps_settle().await;
+    let outside = project.outside();
+    let write_config = |name: &str, text: &str| {
+        let path = outside.join(name);
+        std::fs::write(&path, text).expect("config");
+        path
+    };
+    let limited = write_config("limited.toml", "[index]\nmax_memory_mb = 8\n");
+    let off = write_config("off.toml", "[index]\nenabled = false\n");
+
+    // The baseline: the same tree served without an index, after a search
+    // read every file.
+    let search = json!({"query": "id_0", "output_mode": "count"});
+    let mut scanning = RawServer::start(&project.root, &["--config", off.to_str().unwrap()]);
+    let scanning_pid = scanning.child.id().expect("pid");
+    scanning.initialize("2025-06-18").await;
+    scanning
+        .send(&call(1, "search_project_files", search.clone()))
+        .await;
+    scanning.recv_id(&json!(1)).await;
+    let baseline_kib = status_kib(scanning_pid, "VmRSS");
+    scanning.finish().await;
+
+    let log = outside.join("server.log");
+    let args = [
+        "--config",
+        limited.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let mut server = RawServer::start(&project.root, &args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    let fell_back = crate::common::log_holds(
+        &log,
+        "searches scan the tree",
+        crate::common::INDEX_DEADLINE,
+    )
+    .await;
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        fell_back,
+        "the model never fell back to the scan; log:\n{log_text}"
+    );
+    // The same search, answered by the scan now.
+    server
+        .send(&call(1, "search_project_files", search.clone()))
+        .await;
+    server.recv_id(&json!(1)).await;
+    let limit_kib = 8 * 1024;
+    // Some slack for the allocator's own bookkeeping and the log's buffers.
+    let bound_kib = baseline_kib + limit_kib / 2 + 4 * 1024;
+    let peak_kib = status_kib(pid, "VmHWM");
+    let rss_kib = rss_settles_below(pid, bound_kib, Duration::from_secs(10)).await;
+    assert!(
+        rss_kib < bound_kib,
+        "after the fallback the process holds {rss_kib} KiB (peak {peak_kib} KiB), more than a \
+         server without an index ({baseline_kib} KiB) plus half the 8 MB limit and 4 MB: the \
+         dropped model's memory was kept, not given back"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}

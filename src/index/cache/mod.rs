@@ -253,6 +253,17 @@ impl RootCache {
         text.push_str(&format!("check {:08x}\n", crc32fast::hash(text.as_bytes())));
         private::write_atomically(&self.folder, MANIFEST, text.as_bytes())
             .map_err(io_error(&self.folder))?;
+        self.remove_all_but(segments)
+    }
+
+    /// Removes the segments and temporary files the manifest does not name:
+    /// what a writer killed before its commit left. Only the writer calls
+    /// it, so nothing it removes is being written.
+    pub fn remove_uncommitted(&self, _lock: &WriterLock) -> Result<(), CacheError> {
+        self.remove_all_but(&self.committed()?)
+    }
+
+    fn remove_all_but(&self, segments: &[String]) -> Result<(), CacheError> {
         let entries = std::fs::read_dir(&self.folder).map_err(io_error(&self.folder))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -370,6 +381,31 @@ mod tests {
         assert_ne!(a, b);
         assert!(is_folder_name(&a) && is_folder_name(&folder_name(Path::new("/"))));
         assert!(!is_folder_name("Documents") && !is_folder_name("x-0123"));
+    }
+
+    #[test]
+    fn what_a_killed_writer_left_goes_when_the_next_writer_starts() {
+        let root = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(root.path()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = config_in(dir.path());
+        let cache = committed_cache(&config, &root, &["a.rs"]);
+        let committed = cache.committed().unwrap();
+        let lock = cache.try_lock_writer().unwrap().unwrap();
+        let stamp = Stamp::of(&std::fs::metadata(&root).unwrap());
+        let left = cache
+            .write_segment(&lock, &unfiltered_records(&["b.rs"], stamp), [(7, vec![0])])
+            .unwrap();
+        std::fs::write(cache.folder().join(".half-written.tmp"), b"x").unwrap();
+        cache.remove_uncommitted(&lock).unwrap();
+        let mut present: Vec<String> = std::fs::read_dir(cache.folder())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| is_segment_name(name) || name.ends_with(".tmp"))
+            .collect();
+        present.sort();
+        assert_eq!(present, committed, "{left} and the temporary file go");
+        assert!(cache.open_segment(&committed[0]).is_ok());
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::{
-    IGNORE_FILES, IgnoreFile, Node, PathKey, Tree, dir_state, ignore_stamps, is_below, kind_of,
-    lstat, lstat_stamped, parent_of, read_ignores, stamp_at,
+    IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps, is_below,
+    kind_of, lstat, lstat_stamped, parent_of, read_ignores, stamp_at,
 };
 use crate::index::watch::Changes;
 use crate::security::{PathGate, ResolvedPath};
@@ -42,7 +42,9 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        work.apply(self, gate)
+        let changed = work.apply(self, gate);
+        self.compact_if_reshaped();
+        changed
     }
 
     /// Sorts one reported path into the work to do.
@@ -275,12 +277,13 @@ impl Tree {
             self.root_settled = settled;
             self.root_ignores = ignores;
             self.root_first_seen = first_seen;
-        } else if let Some(mut node) = self.remove(dir) {
-            node.stamp = stamp;
-            node.settled = settled;
-            node.ignores = Some(ignores);
-            node.first_seen = first_seen;
-            self.insert(dir.to_string(), node);
+        } else {
+            self.update(dir, |node| {
+                node.stamp = stamp;
+                node.settled = settled;
+                node.ignores = Some(ignores);
+                node.first_seen = Seen::of(first_seen);
+            });
         }
     }
 
@@ -452,32 +455,20 @@ impl Work {
 
 #[cfg(test)]
 mod tests {
+    use crate::index::Shared;
     use crate::index::build::list;
     use crate::index::pacer::Pacer;
     use crate::index::testing::{generated_tree, walked_paths};
     use crate::index::tree::Content;
     use crate::index::watch::Changes;
-    use crate::index::{Shared, State};
     use std::fs;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicUsize};
     use std::time::Duration;
 
     #[test]
     fn reported_paths_are_applied_exactly() {
         let (_dir, gate) = generated_tree(30, 4);
         std::thread::sleep(Duration::from_millis(250));
-        let shared = Shared {
-            gate: gate.clone(),
-            limit_bytes: usize::MAX,
-            change_notifications: true,
-            state: Mutex::new(State::Building),
-            unread: std::sync::Condvar::new(),
-            cancelled: AtomicBool::new(false),
-            building: AtomicBool::new(true),
-            calls: AtomicUsize::new(0),
-            cache: std::sync::OnceLock::new(),
-        };
+        let shared = Shared::new(&gate, usize::MAX, true, true);
         let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
