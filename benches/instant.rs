@@ -23,7 +23,8 @@
 //!   some deleted, and a new session asked from its first call.
 //!
 //! Settings come from the environment:
-//! - `BENCH_CORPUS`: the corpus (default `target/bench-corpus`).
+//! - `BENCH_CORPUS`: the corpus (default `target/bench-corpus`; `/none` for
+//!   the tenfold corpus alone).
 //! - `BENCH_CORPUS_10X`: its tenfold distinct copy (default
 //!   `target/bench-corpus-10x`, skipped when missing).
 //! - `BENCH_QUERIES`: distinct queries of each kind (default 20).
@@ -133,11 +134,16 @@ fn settings() -> Settings {
             .and_then(|value| value.parse().ok())
             .unwrap_or(default)
     };
-    let mut corpora = vec![Corpus {
-        label: "corpus",
-        path: path_from("BENCH_CORPUS", "target/bench-corpus"),
-        tenfold: false,
-    }];
+    let mut corpora = Vec::new();
+    let corpus = path_from("BENCH_CORPUS", "target/bench-corpus");
+    // `/none` measures the tenfold corpus alone.
+    if corpus != Path::new("/none") {
+        corpora.push(Corpus {
+            label: "corpus",
+            path: corpus,
+            tenfold: false,
+        });
+    }
     let tenfold = path_from("BENCH_CORPUS_10X", "target/bench-corpus-10x");
     if tenfold.is_dir() {
         corpora.push(Corpus {
@@ -741,9 +747,7 @@ fn restart_session(
     Restart {
         times,
         ready,
-        segment_line: second
-            .log_line("index cache: segment")
-            .map(|(_, line)| line),
+        segment_line: second.log_line("files unchanged").map(|(_, line)| line),
         file_list: log_number(&second, "file list of", "ready in "),
         peak_kib: second.peak_rss_kib(),
         anon_peak_kib: second.anon_peak_kib(),
@@ -833,11 +837,9 @@ fn changed_tree(
         let answer = second.call_tool("search_project_files", &probe.arguments());
         after_ready.compare(&probe.text, &answer, scan_answer);
     }
-    let segment_line = second
-        .log_line("index cache: segment")
-        .map(|(_, line)| line);
+    let segment_line = second.log_line("files unchanged").map(|(_, line)| line);
     let log = [
-        "index cache: segment",
+        "files unchanged",
         "index: serving from the cache",
         "index ready",
     ]
