@@ -330,6 +330,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
 
     let ready = wait_until_ready(&ours, settings.ready_wait, has_index);
     let file_list = log_number(&ours, "file list of", "ready in ");
+    let walk = log_number(&ours, "walked", "entries in ");
     std::thread::sleep(settings.idle);
 
     let literal_rows = time_queries(
@@ -577,8 +578,12 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
     );
     for (label, list_ms) in [
         ("file list, first build", file_list),
+        ("  of which the walk", walk),
         ("file list, restart", restart.file_list),
+        ("  of which the walk", restart.walk),
     ] {
+        // The walk's line explains the list's time; the target is the list's.
+        let judged = !label.starts_with(' ');
         match list_ms {
             Some((entries, list_ms)) => {
                 let ratio = list_ms as f64 / ms(fd_warm);
@@ -587,10 +592,11 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
                     format!("{list_ms} ms"),
                     format!("fd {:.1} ms ({ratio:.2}x)", ms(fd_warm)),
                     &format!(
-                        "≤ 1.5x fd (cold-ish fd {:.2}x)",
+                        "{}(cold-ish fd {:.2}x)",
+                        if judged { "≤ 1.5x fd " } else { "" },
                         list_ms as f64 / ms(fd_cold)
                     ),
-                    Some(ratio <= 1.5),
+                    judged.then_some(ratio <= 1.5),
                 );
             }
             None => table.row(
@@ -598,7 +604,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
                 "no log line".to_string(),
                 String::new(),
                 "≤ 1.5x fd",
-                Some(false),
+                judged.then_some(false),
             ),
         }
     }
@@ -715,6 +721,8 @@ struct Restart {
     /// The log line that says which segment was used and what the sweep found.
     segment_line: Option<String>,
     file_list: Option<(u64, u64)>,
+    /// The walk's share of the file list (its own log line).
+    walk: Option<(u64, u64)>,
     peak_kib: u64,
     anon_peak_kib: u64,
 }
@@ -749,6 +757,7 @@ fn restart_session(
         ready,
         segment_line: second.log_line("files unchanged").map(|(_, line)| line),
         file_list: log_number(&second, "file list of", "ready in "),
+        walk: log_number(&second, "walked", "entries in "),
         peak_kib: second.peak_rss_kib(),
         anon_peak_kib: second.anon_peak_kib(),
     }
