@@ -215,19 +215,20 @@ pub fn walk_picked(
 }
 
 /// Every visible entry below `start`, as [`walk`] finds them, made into a
-/// `T` on the walking threads, in [`path_order`]: for a caller that needs
-/// something of every entry (the tree model's file list: a `stat` each),
-/// which [`walk_sorted`] would do on one thread. `per_thread` gives each
-/// walking thread its `make`, which gets the root-relative path, the path
-/// and the kind; an entry it returns `None` for is left out. Folders are
-/// confirmed through the root handle before their entries are looked at
-/// (see the module notes).
+/// `T` on the walking threads: for a caller that needs something of every
+/// entry (the tree model's file list: a `stat` each), which
+/// [`walk_sorted`] would do on one thread. `per_thread` gives each walking
+/// thread its `make`, which gets the root-relative path, the path and the
+/// kind; an entry it returns `None` for is left out. Folders are confirmed
+/// through the root handle before their entries are looked at (see the
+/// module notes). Returns one part per thread, each sorted in
+/// [`path_order`] on its thread; together they hold each entry once.
 pub fn walk_made<T, Make>(
     gate: &PathGate,
     start: &ResolvedPath,
     options: &WalkOptions,
     per_thread: &(dyn Fn() -> Make + Sync),
-) -> io::Result<Vec<(String, T)>>
+) -> io::Result<Vec<Vec<(String, T)>>>
 where
     T: Send,
     Make: FnMut(&str, &Path, EntryKind) -> Option<T> + Send,
@@ -270,33 +271,30 @@ where
             })
         });
     drop(sender);
-    let mut entries = Vec::new();
-    for part in receiver {
-        if entries.is_empty() {
-            entries = part;
-        } else {
-            entries.extend(part);
-        }
-    }
+    let parts = receiver
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect();
     if options.cancel.is_cancelled() {
         return Err(io::Error::new(
             io::ErrorKind::Interrupted,
             "the walk was cancelled",
         ));
     }
-    // In place: the entries may be most of what the caller will hold.
-    entries.sort_unstable_by(|a, b| path_order(&a.0, &b.0));
-    Ok(entries)
+    Ok(parts)
 }
 
-/// What one thread of [`walk_made`] made, sent to the caller when the
-/// thread ends.
+/// What one thread of [`walk_made`] made, sorted on that thread (in place:
+/// the entries may be most of what the caller will hold) and sent to the
+/// caller when the thread ends.
 struct Made<T>(Vec<(String, T)>, mpsc::Sender<Vec<(String, T)>>);
 
 impl<T> Drop for Made<T> {
     fn drop(&mut self) {
+        let mut made = std::mem::take(&mut self.0);
+        made.sort_unstable_by(|a, b| path_order(&a.0, &b.0));
         // The receiver outlives the walk; a send cannot fail.
-        let _ = self.1.send(std::mem::take(&mut self.0));
+        let _ = self.1.send(made);
     }
 }
 

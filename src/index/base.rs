@@ -1,7 +1,7 @@
 //! The index the build made: the posting lists over base ids, the names
 //! each id stands for, and the long-gram filters of the large files.
 
-use super::ngram::GramFilter;
+use super::ngram::{GramFilter, MappedFilter};
 use super::plan::Query;
 use super::postings::{PostingLists, Shard};
 use super::segment::Segment;
@@ -256,6 +256,32 @@ impl BaseIndex {
         self.other_names.push((id, BaseName::new(relative, stamp)));
     }
 
+    /// An empty index whose next id is `first_id` (the ids before it are
+    /// another index's).
+    pub(super) fn starting_at(first_id: u32) -> Self {
+        BaseIndex {
+            names_from: first_id,
+            ..BaseIndex::default()
+        }
+    }
+
+    /// Takes in `later`, whose ids follow this index's (layers, names,
+    /// other names and filters, all in id and path order), and seals.
+    pub(super) fn append(&mut self, later: BaseIndex) {
+        self.shard.layers.extend(later.shard.layers);
+        if self.names.is_empty() {
+            self.names_from = later.names_from;
+            self.names = later.names;
+        } else {
+            self.names.extend(later.names);
+        }
+        self.other_names.extend(later.other_names);
+        self.filters.extend(later.filters);
+        self.key_bytes += later.key_bytes;
+        self.filter_bytes += later.filter_bytes;
+        self.seal();
+    }
+
     /// Sorts the other names by id, once all are in.
     pub(super) fn seal(&mut self) {
         let mut by_id: Vec<u32> = (0..self.other_names.len() as u32).collect();
@@ -319,11 +345,17 @@ impl BaseIndex {
         })
     }
 
-    /// Forgets the heap names of the ids before `id`: a segment names them.
+    /// Forgets the heap names and filters of the ids before `id`: a
+    /// segment holds them.
     pub(super) fn names_mapped_before(&mut self, id: u32) {
         let mapped = id.saturating_sub(self.names_from) as usize;
         self.names.drain(..mapped.min(self.names.len()));
         self.names.shrink_to_fit();
+        // Their filters too.
+        let filters_mapped = self.filters.partition_point(|(with, _)| *with < id);
+        self.filters.drain(..filters_mapped);
+        self.filters.shrink_to_fit();
+        self.filter_bytes = self.filters.iter().map(|(_, filter)| filter.bytes()).sum();
         self.key_bytes = self.names.iter().map(BaseName::bytes).sum::<usize>()
             + self
                 .other_names
@@ -340,9 +372,21 @@ impl BaseIndex {
     }
 
     /// Whether base file `id`'s long grams (when it has a filter) allow a
-    /// match of `query`; its trigrams were asked already.
+    /// match of `query`; its trigrams were asked already. The filters of
+    /// files in a segment are read where they lie.
     pub(super) fn may_match(&self, id: u32, query: &Query) -> bool {
-        self.filter(id)
-            .is_none_or(|filter| query.may_match(None, Some(filter)))
+        if id >= self.names_from {
+            return self
+                .filter(id)
+                .is_none_or(|filter| query.may_match(None, Some(filter)));
+        }
+        let Some(Layer::Mapped { first_id, segment }) = self.shard.layer_of(id) else {
+            return true;
+        };
+        let mapped = segment
+            .file(id - first_id)
+            .and_then(|file| file.filter)
+            .and_then(|(case, words)| MappedFilter::new(case, words));
+        mapped.is_none_or(|filter| query.may_match(None, Some(&filter)))
     }
 }

@@ -141,7 +141,14 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     }
     shared.left_building.notify_all();
     let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
-    let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
+    let indexed = index_contents(
+        shared,
+        &mut pacer,
+        listed,
+        list_bytes,
+        writer.as_mut(),
+        true,
+    )?;
     if let Some(writer) = writer
         && indexed.base.shard.is_mapped()
     {
@@ -151,18 +158,11 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     let State::Ready(live) = &mut *state else {
         return None;
     };
-    let mut read = 0;
-    for (relative, stamp, content) in indexed.files {
-        let indexed = matches!(content, Content::Base(_));
-        read += usize::from(indexed);
-        if !live.tree.adopt(&relative, stamp, content) && indexed {
-            // A call re-read it meanwhile: its base name is out of date.
-            live.tree.lose_base(&relative);
-        }
-    }
+    adopt_all(live, indexed.files);
     live.tree.finish_listing();
-    live.base = indexed.base;
+    live.base.append(indexed.base);
     live.without_filters = indexed.without_filters;
+    let read = indexed.files_indexed;
     if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
@@ -278,7 +278,8 @@ fn serve_from_cache(
         // Written on the side, never installed: the next session starts
         // from it. What the model holds counts against the limit too.
         if let Some(mut writer) = SegmentWriter::open(from_cache.cache, from_cache.budget)
-            && let Some(indexed) = index_contents(shared, pacer, listed, held, Some(&mut writer))
+            && let Some(indexed) =
+                index_contents(shared, pacer, listed, held, Some(&mut writer), false)
             && indexed.base.shard.is_mapped()
         {
             writer.commit();
@@ -390,6 +391,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         &mut || pacer.yield_to_calls(shared),
     );
     let walk_started = Instant::now();
+    // Before the walk: the root's stamp must not show what the walk missed.
+    let mut tree = Tree::new(&shared.gate);
     let start = shared.gate.resolve(".").ok()?;
     let options = WalkOptions::default();
     // What the entries made so far hold, to stop at the memory limit.
@@ -428,26 +431,28 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         return None;
     }
     // Cancelled, or the root cannot be read.
-    let entries = walked.ok()?;
+    let parts = walked.ok()?;
     let walk_ms = walk_started.elapsed().as_millis();
+    tree.fill(parts);
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
-    for (relative, node) in &entries {
-        if node.kind == EntryKind::File && !node.lossy {
-            let size = node.size().unwrap_or(0);
-            // A file with several names is read under the first only.
-            let first_name = node
-                .stamp
-                .and_then(|stamp| stamp.linked_identity())
-                .is_none_or(|identity| linked.insert(identity));
-            if size <= MAX_SEARCHED_BYTES && first_name {
-                listed.bytes += size;
-                listed.filter_bytes += GramFilter::bytes_for(size);
-            }
-            listed.files.push(relative.clone());
+    // The files in path order, as the build reads them.
+    for (key, node) in tree.under(".") {
+        if node.kind != EntryKind::File || node.lossy {
+            continue;
         }
+        let size = node.size().unwrap_or(0);
+        // A file with several names is read under the first only.
+        let first_name = node
+            .stamp
+            .and_then(|stamp| stamp.linked_identity())
+            .is_none_or(|identity| linked.insert(identity));
+        if size <= MAX_SEARCHED_BYTES && first_name {
+            listed.bytes += size;
+            listed.filter_bytes += GramFilter::bytes_for(size);
+        }
+        listed.files.push(key.0.clone());
     }
-    let tree = Tree::with_entries(&shared.gate, entries);
     tracing::debug!(
         "index: walked {} entries in {walk_ms} ms",
         tree.entry_count()
@@ -487,6 +492,35 @@ pub(super) struct Listed {
     pub(super) filter_bytes: usize,
 }
 
+/// Hands the segments `base` holds (all of its ids so far) and their files
+/// to the model; `base` then holds what follows. `None` when the model is
+/// gone.
+fn install_written(
+    shared: &Shared,
+    base: &mut BaseIndex,
+    files: &mut Vec<(String, Stamp, Content)>,
+) -> Option<()> {
+    let written = std::mem::replace(base, BaseIndex::starting_at(base.names_from));
+    let mut state = shared.state.lock().ok()?;
+    let State::Ready(live) = &mut *state else {
+        return None;
+    };
+    live.base.append(written);
+    adopt_all(live, std::mem::take(files));
+    Some(())
+}
+
+/// Gives the model what the build read of `files`.
+fn adopt_all(live: &mut Live, files: Vec<(String, Stamp, Content)>) {
+    for (relative, stamp, content) in files {
+        let indexed = matches!(content, Content::Base(_));
+        if !live.tree.adopt(&relative, stamp, content) && indexed {
+            // A call re-read it meanwhile: its base name is out of date.
+            live.tree.lose_base(&relative);
+        }
+    }
+}
+
 /// Writes `parts` (the lists of the files `files` holds from their first
 /// id on) as one segment that becomes `base`'s next layer; true when
 /// written. When it cannot be, the parts stay in memory, merged.
@@ -522,20 +556,27 @@ pub(super) struct Indexed {
     pub(super) base: BaseIndex,
     /// Each file read with a stamp that can be trusted, and what it holds.
     pub(super) files: Vec<(String, Stamp, Content)>,
+    /// Files read and indexed.
+    pub(super) files_indexed: usize,
     pub(super) bytes_read: u64,
     /// The filters were left out to stay within the memory limit.
     pub(super) without_filters: bool,
 }
 
 /// Reads and indexes `files` in order, sealing shards as they fill, without
-/// holding the model: calls go on meanwhile. `None` when cancelled or over
-/// the memory limit (`list_bytes` being the file list's share).
+/// holding the model: calls go on meanwhile. With a `writer`, each run of
+/// lists is written as a segment as it fills and, when `install`, handed
+/// to the model at once with its files (searches read only the candidates
+/// of the part of the tree indexed so far, every other file as the scan
+/// would). `None` when cancelled or over the memory limit (`list_bytes`
+/// being the file list's share).
 pub(super) fn index_contents(
     shared: &Shared,
     pacer: &mut Pacer,
     listed: Listed,
     list_bytes: usize,
     mut writer: Option<&mut SegmentWriter>,
+    install: bool,
 ) -> Option<Indexed> {
     let root = shared.gate.root();
     let mut indexer = Indexer::for_build();
@@ -569,6 +610,7 @@ pub(super) fn index_contents(
     let mut sealed_bytes = 0;
     // Where in `files` the ids of the lists not written yet begin.
     let mut unwritten_from = 0;
+    let mut files_indexed = 0;
     for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
@@ -601,6 +643,8 @@ pub(super) fn index_contents(
                         let written = spill(into, &mut base, &mut parts, &files[unwritten_from..]);
                         if !written {
                             writer = None;
+                        } else if install {
+                            install_written(shared, &mut base, &mut files)?;
                         }
                         sealed_bytes = parts.iter().map(Shard::bytes).sum();
                         unwritten_from = files.len();
@@ -611,6 +655,7 @@ pub(super) fn index_contents(
                 }
                 let id = builder.next_id();
                 builder.add(&trigrams);
+                files_indexed += 1;
                 base.push(id, &relative, &stamp, filter);
                 if stamp.linked_identity().is_some() {
                     linked.insert(stamp, Some(id));
@@ -652,11 +697,14 @@ pub(super) fn index_contents(
     if !written {
         // One lookup per trigram at query time instead of one per part.
         base.shard.push(Layer::Built(Shard::merge(parts)));
+    } else if install {
+        install_written(shared, &mut base, &mut files)?;
     }
     base.seal();
     Some(Indexed {
         base,
         files,
+        files_indexed,
         bytes_read,
         without_filters,
     })

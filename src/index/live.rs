@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::base::{BaseIndex, NameOf};
 use super::build::log_filters_left_out;
+use super::ngram::GramBits;
 use super::plan::Query;
 use super::postings::{PostingCache, PostingLists, evaluate};
 use super::tree::{self, Content, PathKey, Tree, depth};
@@ -67,7 +68,8 @@ impl Live {
             .loose_under(dir)
             .filter(|(_, node)| match &node.content {
                 Content::Fresh(grams) => {
-                    query.may_match(Some(&grams.trigrams), grams.filter.as_ref())
+                    let filter = grams.filter.as_ref().map(|filter| filter as &dyn GramBits);
+                    query.may_match(Some(&grams.trigrams), filter)
                 }
                 _ => true,
             })

@@ -130,6 +130,75 @@ pub struct GramFilter {
     case: FilterCase,
 }
 
+/// What a query asks of a large file's filter: whether it may hold a gram.
+pub trait GramBits {
+    /// The filter's size in bits (a power of two) and its case mode.
+    fn shape(&self) -> (usize, FilterCase);
+    /// Whether bit `bit` is set.
+    fn bit(&self, bit: usize) -> bool;
+
+    /// Whether the file may hold the folded gram `key` (false: it surely
+    /// does not).
+    fn may_hold(&self, key: u32) -> bool {
+        probes(key, self.shape().0).all(|bit| self.bit(bit))
+    }
+
+    /// Whether the file may hold the gram `key` with its letters' case as
+    /// they are; `upper`: the gram holds an upper-case ASCII letter.
+    fn may_hold_exact(&self, key: u32, upper: bool) -> bool {
+        match self.shape().1 {
+            FilterCase::Folded => true,
+            // The gram is its folded self, or one that cannot be there.
+            FilterCase::NoUpperCase => !upper && self.may_hold(key),
+            FilterCase::Exact => self.may_hold(key | CASE_EXACT),
+        }
+    }
+}
+
+impl GramBits for GramFilter {
+    fn shape(&self) -> (usize, FilterCase) {
+        (self.words.len() * 64, self.case)
+    }
+
+    fn bit(&self, bit: usize) -> bool {
+        self.words[bit / 64] & (1 << (bit % 64)) != 0
+    }
+}
+
+/// A filter read in place from a segment: its words little-endian.
+pub struct MappedFilter<'a> {
+    case: FilterCase,
+    words: &'a [u8],
+}
+
+impl<'a> MappedFilter<'a> {
+    /// The filter [`GramFilter::parts`] wrote: a power of two of words;
+    /// `None` for anything else.
+    pub fn new(case: u8, words: &'a [u8]) -> Option<Self> {
+        let case = match case {
+            0 => FilterCase::Folded,
+            1 => FilterCase::NoUpperCase,
+            2 => FilterCase::Exact,
+            _ => return None,
+        };
+        if !words.len().is_multiple_of(8) || !(words.len() / 8).is_power_of_two() {
+            return None;
+        }
+        Some(MappedFilter { case, words })
+    }
+}
+
+impl GramBits for MappedFilter<'_> {
+    fn shape(&self) -> (usize, FilterCase) {
+        (self.words.len() * 8, self.case)
+    }
+
+    fn bit(&self, bit: usize) -> bool {
+        // Word `bit / 64` little-endian: its byte `bit % 64 / 8`.
+        self.words[bit / 8] & (1 << (bit % 8)) != 0
+    }
+}
+
 /// Files at least this large, with at least one upper-case letter in
 /// [`CASE_EXACT_UPPER_SHARE`], also keep their long grams with the letters'
 /// case as it is. Folded grams alone let a case-sensitive `finalize_reset`
@@ -148,7 +217,7 @@ const CASE_EXACT: u32 = 1 << 31;
 
 /// What a filter knows of its file's letter case.
 #[derive(Debug, Clone, Copy)]
-enum FilterCase {
+pub enum FilterCase {
     /// Folded grams only: a file below [`CASE_EXACT_MIN_BYTES`], or with
     /// little upper case.
     Folded,
@@ -204,24 +273,6 @@ impl GramFilter {
         filter_bits(len) / 8 + std::mem::size_of::<GramFilter>()
     }
 
-    /// Whether the file may hold the folded gram `key` (false: it surely
-    /// does not).
-    pub fn may_hold(&self, key: u32) -> bool {
-        let bits = self.words.len() * 64;
-        probes(key, bits).all(|bit| self.words[bit / 64] & (1 << (bit % 64)) != 0)
-    }
-
-    /// Whether the file may hold the gram `key` with its letters' case as
-    /// they are; `upper`: the gram holds an upper-case ASCII letter.
-    pub fn may_hold_exact(&self, key: u32, upper: bool) -> bool {
-        match self.case {
-            FilterCase::Folded => true,
-            // The gram is its folded self, or one that cannot be there.
-            FilterCase::NoUpperCase => !upper && self.may_hold(key),
-            FilterCase::Exact => self.may_hold(key | CASE_EXACT),
-        }
-    }
-
     /// Its case mode as a number and its bits, as the cache keeps them.
     pub fn parts(&self) -> (u8, &[u64]) {
         let case = match self.case {
@@ -230,25 +281,6 @@ impl GramFilter {
             FilterCase::Exact => 2,
         };
         (case, &self.words)
-    }
-
-    /// The filter [`GramFilter::parts`] gave: `words` little-endian, a
-    /// power of two of them; `None` for anything else.
-    pub fn from_parts(case: u8, words: &[u8]) -> Option<GramFilter> {
-        let case = match case {
-            0 => FilterCase::Folded,
-            1 => FilterCase::NoUpperCase,
-            2 => FilterCase::Exact,
-            _ => return None,
-        };
-        if !words.len().is_multiple_of(8) || !(words.len() / 8).is_power_of_two() {
-            return None;
-        }
-        let words = words
-            .chunks_exact(8)
-            .map(|word| u64::from_le_bytes(word.try_into().unwrap_or_default()))
-            .collect();
-        Some(GramFilter { words, case })
     }
 
     /// Its bits and its handle, in bytes.
@@ -405,6 +437,29 @@ mod tests {
             assert!(!grams.is_empty());
             assert!(grams.iter().all(|&key| filter.may_hold(key)), "{needle}");
         }
+    }
+
+    #[test]
+    fn a_filter_read_in_place_from_its_bytes_answers_as_the_filter() {
+        let text = large_text(&["let parse_frobnicate_header = 1;", "OTHER_Stuff();"]);
+        let filter = GramFilter::of(&mut text.clone()).expect("large");
+        let (case, words) = filter.parts();
+        let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
+        let mapped = MappedFilter::new(case, &bytes).expect("as written");
+        assert_eq!(mapped.shape().0, filter.shape().0);
+        for key in (0..200_000u32).map(|k| k.wrapping_mul(2_654_435_761)) {
+            assert_eq!(mapped.may_hold(key), filter.may_hold(key), "{key}");
+            assert_eq!(
+                mapped.may_hold_exact(key, key % 2 == 0),
+                filter.may_hold_exact(key, key % 2 == 0),
+                "{key}"
+            );
+        }
+        // Anything else is refused: not a power of two of words, a case
+        // mode no writer makes.
+        assert!(MappedFilter::new(case, &bytes[..bytes.len() - 8]).is_none());
+        assert!(MappedFilter::new(case, &bytes[..12]).is_none());
+        assert!(MappedFilter::new(3, &bytes).is_none());
     }
 
     #[test]

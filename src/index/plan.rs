@@ -14,7 +14,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use crate::matcher::{Strings as Set, class_strings, cross};
 
-use super::ngram::{GramFilter, indexable, long_grams, long_grams_with_case, trigram};
+use super::ngram::{GramBits, indexable, long_grams, long_grams_with_case, trigram};
 
 /// A condition on a file's trigram set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Query {
     /// Whether a file may satisfy the condition, given what is known of it:
     /// its sorted trigrams and its long-gram filter. What is not known (no
     /// trigrams given, no filter) is taken as satisfied.
-    pub fn may_match(&self, trigrams: Option<&[u32]>, filter: Option<&GramFilter>) -> bool {
+    pub fn may_match(&self, trigrams: Option<&[u32]>, filter: Option<&dyn GramBits>) -> bool {
         match self {
             Query::All => true,
             Query::Nothing => false,
@@ -320,6 +320,7 @@ pub fn plan(hir: &Hir) -> Query {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::ngram::GramFilter;
 
     /// The plan of the query the search would make of these arguments.
     fn plan_of(pattern: &str, regex: bool, case_insensitive: bool) -> Query {

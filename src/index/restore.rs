@@ -9,7 +9,6 @@ use std::time::Instant;
 use super::base::{BaseIndex, Layer};
 use super::cache::RootCache;
 use super::live::Live;
-use super::ngram::GramFilter;
 use super::segment::Segment;
 use super::tree::Content;
 use crate::walk;
@@ -76,10 +75,6 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
             .map(|local| segment.file(local))
             .collect::<Option<Vec<_>>>()?;
         for (id, file) in (first_id..).zip(files) {
-            let filter = file
-                .filter
-                .and_then(|(case, words)| GramFilter::from_parts(case, words));
-            base.push_filter(id, filter);
             // Adopted only by a settled file of the same stamp, not indexed yet.
             if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
                 restored.unchanged += 1;

@@ -409,24 +409,29 @@ impl Tree {
         }
     }
 
-    /// The tree of `gate`'s root holding `entries`, sorted in path order
-    /// (as [`walk::walk_made`] gives them), built in bulk: the map's nodes
-    /// are filled, where inserting in order would leave them half empty.
-    pub fn with_entries(gate: &PathGate, entries: Vec<(String, Node)>) -> Self {
-        let mut tree = Self::new(gate);
-        for (relative, node) in &entries {
-            tree.ledger.account(relative, node, true);
+    /// Fills an empty tree with the entries of `parts`, each sorted in
+    /// path order (as [`walk::walk_made`] gives them), in bulk: the map's
+    /// nodes are filled, where inserting in order would leave them half
+    /// empty. The tree is made before the walk, so that its root's stamp
+    /// is older than what the walk lists: a change meanwhile shows.
+    pub fn fill(&mut self, parts: Vec<Vec<(String, Node)>>) {
+        let tree = self;
+        for part in parts {
+            for (relative, node) in &part {
+                tree.ledger.account(relative, node, true);
+            }
+            // Collected in place (a key is a `String`), then found sorted.
+            let mut part: BTreeMap<PathKey, Node> = part
+                .into_iter()
+                .map(|(mut relative, node)| {
+                    relative.shrink_to_fit();
+                    (PathKey(relative), node)
+                })
+                .collect();
+            // Merged in bulk too, the old nodes freed as they are taken.
+            tree.nodes.append(&mut part);
         }
-        // Collected in place (a key is a `String`), then found sorted.
-        tree.nodes = entries
-            .into_iter()
-            .map(|(mut relative, node)| {
-                relative.shrink_to_fit();
-                (PathKey(relative), node)
-            })
-            .collect();
         tree.ledger.slots = tree.nodes.len();
-        tree
     }
 
     pub fn insert(&mut self, mut relative: String, node: Node) {
@@ -813,9 +818,14 @@ mod tests {
     /// thread holds, as the allocator sizes its chunks.
     struct Counting;
 
-    thread_local! {
-        static HELD: Cell<isize> = const { Cell::new(0) };
+    // It is const: the Windows target's clippy misreads the expansion.
+    #[allow(clippy::missing_const_for_thread_local)]
+    mod held {
+        thread_local! {
+            pub static HELD: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+        }
     }
+    use held::HELD;
 
     fn count(pointer: *mut u8, layout: Layout, sign: isize) {
         if pointer.is_null() {
@@ -938,11 +948,19 @@ mod tests {
         let gate = PathGate::new(root.clone(), &[]).expect("gate");
         let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
         let before = held();
-        let tree = Tree::with_entries(&gate, entries(400, 50, stamp));
+        // Two parts, as two walking threads make them.
+        let (even, odd): (Vec<_>, Vec<_>) = entries(400, 50, stamp)
+            .into_iter()
+            .enumerate()
+            .partition(|(at, _)| at % 2 == 0);
+        let part = |entries: Vec<(usize, (String, Node))>| -> Vec<(String, Node)> {
+            entries.into_iter().map(|(_, entry)| entry).collect()
+        };
+        let mut tree = Tree::new(&gate);
+        tree.fill(vec![part(even), part(odd)]);
         assert_eq!(tree.entry_count(), 400 * 51);
         assert_close(tree.bytes(), held() - before, "built in bulk");
 
-        let mut tree = tree;
         // New files spread over the folders, some gone, some changed.
         for folder in (0..400).step_by(2) {
             for file in 0..10 {

@@ -54,6 +54,42 @@ impl Language {
             .map(|(language, _)| *language)
     }
 
+    /// The language a file's text is written in, where its ending is
+    /// ambiguous: a `.h` header (rarely a `.c` file) is C or C++, and one
+    /// that declares a namespace, a template, a class or access labels is
+    /// read with the C++ grammar (as universal-ctags reads every `.h`); the
+    /// C grammar recovers badly from those. C's own files keep the C
+    /// grammar, which reads `new` or `class` as the names they are there.
+    pub fn for_source(self, source: &[u8]) -> Self {
+        const CPP_LINE_STARTS: &[&[u8]] = &[
+            b"namespace ",
+            b"template <",
+            b"template<",
+            b"class ",
+            b"public:",
+            b"private:",
+            b"protected:",
+            b"using namespace ",
+        ];
+        let is_cpp = || {
+            source.split(|&byte| byte == b'\n').any(|line| {
+                let start = line
+                    .iter()
+                    .position(|byte| !byte.is_ascii_whitespace())
+                    .unwrap_or(line.len());
+                let line = &line[start..];
+                CPP_LINE_STARTS
+                    .iter()
+                    .any(|marker| line.starts_with(marker))
+            })
+        };
+        if self == Self::C && is_cpp() {
+            Self::Cpp
+        } else {
+            self
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Rust => "rust",
@@ -100,6 +136,59 @@ impl Language {
             Self::C => tree_sitter_c::LANGUAGE.into(),
             Self::Cpp => tree_sitter_cpp::LANGUAGE.into(),
             Self::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        }
+    }
+
+    /// Whether a function may be defined inside another's body. C and C++
+    /// have no such thing (lambdas and local classes aside, which are not
+    /// function definitions), so one there is a misread macro.
+    pub fn nests_functions(self) -> bool {
+        !matches!(self, Self::C | Self::Cpp)
+    }
+
+    /// Whether `name` is a reserved word, which no definition can be named:
+    /// the grammar's error recovery reads `} else if (x) {` after an
+    /// `#if` block, or `while (x) {`, as a function definition. Only for
+    /// languages where members cannot take these names either (JavaScript
+    /// allows `if() {}` as a method).
+    pub fn is_keyword(self, name: &[u8]) -> bool {
+        const C_FAMILY: &[&[u8]] = &[
+            b"if",
+            b"else",
+            b"for",
+            b"while",
+            b"do",
+            b"switch",
+            b"case",
+            b"default",
+            b"return",
+            b"goto",
+            b"break",
+            b"continue",
+            b"sizeof",
+            b"void",
+        ];
+        // Identifiers in C, reserved in the others (`FMT_BEGIN_NAMESPACE`
+        // before `namespace detail {` reads as a function `namespace`).
+        const OBJECT_ORIENTED: &[&[u8]] = &[
+            b"namespace",
+            b"template",
+            b"typename",
+            b"class",
+            b"struct",
+            b"new",
+            b"delete",
+            b"throw",
+            b"try",
+            b"catch",
+            b"operator",
+        ];
+        match self {
+            Self::C | Self::Go => C_FAMILY.contains(&name),
+            Self::Cpp | Self::CSharp | Self::Java => {
+                C_FAMILY.contains(&name) || OBJECT_ORIENTED.contains(&name)
+            }
+            _ => false,
         }
     }
 
@@ -231,6 +320,17 @@ fn script<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> 
             return named(SymbolKind::Field, node.child_by_field_name("property"));
         }
         "variable_declarator" => return script_variable(node, source),
+        // `module.exports = function generate(it) {…}`: the name a
+        // function expression gives itself.
+        // (`const f = function g() {}` is named by its declarator.)
+        "function_expression" | "generator_function"
+            if node
+                .parent()
+                .is_none_or(|parent| parent.kind() != "variable_declarator") =>
+        {
+            SymbolKind::Function
+        }
+        "assignment_expression" => return assigned_method(node, source),
         _ => return None,
     };
     by_name(kind, node)
@@ -249,21 +349,80 @@ fn script_variable<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition
             "arrow_function" | "function_expression" | "function" | "generator_function"
         )
     });
+    let declaration = node.parent()?;
+    // Inside a function body both are locals (`const f = () => …` in a
+    // test's callback), not definitions.
+    if !at_module_level(declaration) {
+        return None;
+    }
     if is_function {
         return named(SymbolKind::Function, Some(name));
     }
-    let declaration = node.parent()?;
     let is_const = declaration.kind() == "lexical_declaration"
         && declaration
             .child_by_field_name("kind")
             .is_some_and(|kind| &source[kind.byte_range()] == b"const");
-    let top_level = declaration
-        .parent()
-        .is_some_and(|parent| matches!(parent.kind(), "program" | "export_statement"));
-    (is_const && top_level).then_some(Definition::Symbols {
+    is_const.then_some(Definition::Symbols {
         kind: SymbolKind::Constant,
         names: vec![name],
         owner: None,
+    })
+}
+
+/// Whether a declaration is at the top of a file or of a TypeScript
+/// namespace (`export namespace util { export const f = … }`), through
+/// `export`.
+fn at_module_level(declaration: Node<'_>) -> bool {
+    let Some(mut parent) = declaration.parent() else {
+        return false;
+    };
+    if parent.kind() == "export_statement" {
+        let Some(outer) = parent.parent() else {
+            return false;
+        };
+        parent = outer;
+    }
+    match parent.kind() {
+        "program" => true,
+        "statement_block" => parent
+            .parent()
+            .is_some_and(|block| matches!(block.kind(), "internal_module" | "module")),
+        _ => false,
+    }
+}
+
+/// ES5 methods: `Ajv.prototype.compile = compile` (whatever the value)
+/// defines `compile` on `Ajv`; `app.disable = function (…) {…}` defines
+/// `disable` on `app` (a function expression with a name of its own is
+/// listed by that name instead).
+fn assigned_method<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let left = node.child_by_field_name("left")?;
+    if left.kind() != "member_expression" {
+        return None;
+    }
+    let name = left.child_by_field_name("property")?;
+    let object = left.child_by_field_name("object")?;
+    let on_prototype = object.kind() == "member_expression"
+        && object
+            .child_by_field_name("property")
+            .is_some_and(|property| &source[property.byte_range()] == b"prototype");
+    let owner = if on_prototype {
+        object.child_by_field_name("object")?
+    } else {
+        let value = node.child_by_field_name("right")?;
+        let anonymous_function = matches!(
+            value.kind(),
+            "function_expression" | "arrow_function" | "generator_function"
+        ) && value.child_by_field_name("name").is_none();
+        if !anonymous_function {
+            return None;
+        }
+        object
+    };
+    Some(Definition::Symbols {
+        kind: SymbolKind::Method,
+        names: vec![name],
+        owner: Some(text(owner, source)),
     })
 }
 
@@ -393,10 +552,7 @@ fn csharp(node: Node<'_>) -> Option<Definition<'_>> {
 /// C and C++ (the C++ grammar extends C's node names).
 fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
     match node.kind() {
-        "function_definition" => {
-            let declarator = node.child_by_field_name("declarator")?;
-            c_declared(SymbolKind::Function, declarator, source)
-        }
+        "function_definition" => c_function(node, source),
         "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
             // `struct s *p;` mentions a type; only a body defines one.
             node.child_by_field_name("body")?;
@@ -405,7 +561,8 @@ fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>
                 "enum_specifier" => SymbolKind::Enum,
                 _ => SymbolKind::Struct,
             };
-            by_name(kind, node)
+            // `struct formatter<T, char> {…}` specialises `formatter`.
+            named(kind, node.child_by_field_name("name").and_then(c_name))
         }
         "namespace_definition" => by_name(SymbolKind::Module, node),
         "enumerator" => by_name(SymbolKind::Constant, node),
@@ -436,6 +593,72 @@ fn c_family<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>
         }
         _ => None,
     }
+}
+
+/// A function definition, read past the macros that the grammar does not
+/// know (they expand to attributes):
+/// - `static int __maybe_unused probe(void) {…}` parses as a declaration
+///   ending at the macro, then a "definition" whose type is `probe` and
+///   whose declarator is `(void)`: a definition needs a function
+///   declarator, so the name is that type's.
+/// - `void Run() LOCKS_EXCLUDED(mu) {…}` parses as a broken `Run()` (an
+///   error node, or a declaration without its `;` on the same line) then a
+///   definition of `LOCKS_EXCLUDED(mu)`: the name is the one before.
+/// - `class GTEST_API_ Matrix {…}`: see below.
+fn c_function<'tree>(node: Node<'tree>, source: &[u8]) -> Option<Definition<'tree>> {
+    let declarator = node.child_by_field_name("declarator")?;
+    // `class EXPORT_API Name {…}` parses as a "function" `Name` whose type
+    // is `class EXPORT_API` and whose body is the class body.
+    let export_macro_class = node.child_by_field_name("type").and_then(|kind| {
+        let is_bodiless_type = matches!(
+            kind.kind(),
+            "class_specifier" | "struct_specifier" | "union_specifier"
+        ) && kind.child_by_field_name("body").is_none();
+        (is_bodiless_type && declarator.kind() == "identifier").then(|| match kind.kind() {
+            "class_specifier" => SymbolKind::Class,
+            _ => SymbolKind::Struct,
+        })
+    });
+    if let Some(kind) = export_macro_class {
+        return named(kind, Some(declarator));
+    }
+    if declarator.kind() == "parenthesized_declarator" {
+        let name = node
+            .child_by_field_name("type")
+            .filter(|name| name.kind() == "type_identifier");
+        return named(SymbolKind::Function, name);
+    }
+    let mut cursor = node.walk();
+    let in_error = node
+        .children(&mut cursor)
+        .take_while(|child| child.id() != declarator.id())
+        .filter(|child| child.kind() == "ERROR")
+        .find_map(misread_declarator);
+    let before = node
+        .prev_named_sibling()
+        .filter(|before| {
+            node.child_by_field_name("type").is_none()
+                && before.kind() == "declaration"
+                && before.end_position().row == node.start_position().row
+        })
+        .and_then(|before| before.child_by_field_name("declarator"))
+        .filter(|before| before.kind() == "function_declarator");
+    let declarator = in_error.or(before).unwrap_or(declarator);
+    c_declared(SymbolKind::Function, declarator, source)
+}
+
+/// The declarator a broken `name(…)` left in an error node: a function
+/// declarator, or a variable initialised with an argument list.
+fn misread_declarator(error: Node<'_>) -> Option<Node<'_>> {
+    if let Some(function) = first_of_kind(error, "function_declarator") {
+        return Some(function);
+    }
+    first_of_kind(error, "init_declarator")
+        .filter(|call| {
+            call.child_by_field_name("value")
+                .is_some_and(|value| value.kind() == "argument_list")
+        })
+        .and_then(|call| call.child_by_field_name("declarator"))
 }
 
 /// A C/C++ declarator's symbol: `Type::name` gives the owner too.

@@ -88,6 +88,9 @@ pub struct Symbol {
     pub line: u64,
     /// 1-based last line of the definition.
     pub end_line: u64,
+    /// 1-based line of the name itself: after `line` when a C return type
+    /// or a signature's first part stands on lines of its own.
+    pub name_line: u64,
     /// The definition's first line, trimmed, cut to [`MAX_SIGNATURE_CHARS`].
     pub signature: String,
     /// The name of what it belongs to: the enclosing definition, the type
@@ -157,7 +160,13 @@ pub fn definitions(
                     other => other,
                 };
                 let local = in_function && matches!(kind, SymbolKind::Field | SymbolKind::Constant);
-                if !local {
+                // C has no nested functions: one inside a function body is a
+                // macro loop (`list_for_each(pos, head) { … }`) read as one.
+                let misread = (in_function && kind.is_function() && !language.nests_functions())
+                    || names
+                        .iter()
+                        .any(|name| language.is_keyword(&source[name.byte_range()]));
+                if !local && !misread {
                     let parent_index = scopes.iter().rev().find_map(|scope| scope.symbol);
                     let level =
                         parent_index.map_or(0, |index: usize| symbols_level(&symbols, index) + 1);
@@ -174,6 +183,7 @@ pub fn definitions(
                             ),
                             line,
                             end_line,
+                            name_line: name.start_position().row as u64 + 1,
                             signature: signature.clone(),
                             parent: parent.clone(),
                             parent_index,

@@ -241,6 +241,147 @@ fn c_functions_structs_typedefs_and_macros() {
 }
 
 #[test]
+fn c_name_lines_and_misread_macros() {
+    // GNU style puts the return type on a line of its own: the definition
+    // starts there, its name is a line below. A macro loop with a block
+    // (`list_for_each(pos, head) { … }`) and `} else if (…) {` after an
+    // `#if` are read by the grammar's recovery as function definitions;
+    // neither is one.
+    let source = "static int
+spd_check(int a)
+{
+	list_for_each(pos, head) {
+		use(pos);
+	}
+	if (a) {
+	}
+#if CONFIG_X
+	else if (a > 1) {
+	}
+#endif
+	return 0;
+}
+";
+    let found = definitions(Language::C, source.as_bytes(), &Cancel::never()).expect("parsed");
+    let names: Vec<(&str, u64, u64)> = found
+        .iter()
+        .map(|s| (s.name.as_str(), s.line, s.name_line))
+        .collect();
+    assert_eq!(names, vec![("spd_check", 1, 2)]);
+}
+
+#[test]
+fn reserved_words_are_never_definition_names() {
+    assert!(Language::C.is_keyword(b"if"));
+    assert!(Language::CSharp.is_keyword(b"while"));
+    assert!(!Language::C.is_keyword(b"iffy"));
+    // JavaScript allows `if() {}` as a method name.
+    assert!(!Language::JavaScript.is_keyword(b"if"));
+    let source = "class A {
+    void Run(object value)
+    {
+#if NET
+        if (value is int x)
+        {
+        }
+#endif
+    }
+}
+";
+    let names: Vec<String> = symbols(Language::CSharp, source)
+        .into_iter()
+        .map(|(_, name, ..)| name)
+        .collect();
+    assert!(!names.iter().any(|name| name == "if"), "{names:?}");
+    assert!(names.iter().any(|name| name == "Run"), "{names:?}");
+}
+
+#[test]
+fn javascript_es5_methods_and_named_function_expressions() {
+    let source = "var Cache = module.exports = function Cache() {};
+Cache.prototype.put = function (key) {};
+Cache.prototype.get = get;
+app.disable = function (setting) {};
+var f = function g() {};
+function outer() {
+  const local = () => 1;
+  var other = function () {};
+}
+x.y = 3;
+";
+    assert_eq!(
+        symbols(Language::JavaScript, source),
+        vec![
+            row(Function, "Cache", 1, 1, None),
+            row(Method, "put", 2, 2, Some("Cache")),
+            row(Method, "get", 3, 3, Some("Cache")),
+            row(Method, "disable", 4, 4, Some("app")),
+            row(Function, "f", 5, 5, None),
+            row(Function, "outer", 6, 9, None),
+        ]
+    );
+    // A namespace's `export const f = () => …` is at module level.
+    let ts = "export namespace util {
+  export const toText = (x: number): string => `${x}`;
+}
+";
+    assert_eq!(
+        symbols(Language::TypeScript, ts),
+        vec![
+            row(Module, "util", 1, 3, None),
+            row(Function, "toText", 2, 2, Some("util")),
+        ]
+    );
+}
+
+#[test]
+fn cpp_headers_take_the_cpp_grammar_and_macros_are_read_past() {
+    assert_eq!(
+        Language::C.for_source(b"namespace fmt {\nint f();\n}\n"),
+        Language::Cpp
+    );
+    assert_eq!(
+        Language::C.for_source(
+            b"#ifdef __cplusplus\nextern \"C\" {\n#endif\nvoid list_add(struct list_head *new);\n"
+        ),
+        Language::C
+    );
+    assert_eq!(Language::Rust.for_source(b"class A {};\n"), Language::Rust);
+    // `__maybe_unused` and a trailing lock annotation are macros the
+    // grammar does not know; `formatter<T>` specialises `formatter`.
+    let c = "static int __maybe_unused initr_binman(void)\n{\n\treturn 0;\n}\n";
+    assert_eq!(
+        symbols(Language::C, c),
+        vec![row(Function, "initr_binman", 1, 4, None)]
+    );
+    let exported = "class GTEST_API_ Matrix {\n  int count() const { return 1; }\n};\nstruct FMT_API Range {\n  int size() { return 0; }\n};\n";
+    assert_eq!(
+        symbols(Language::Cpp, exported),
+        vec![
+            row(Class, "Matrix", 1, 3, None),
+            row(Method, "count", 2, 2, Some("Matrix")),
+            row(Struct, "Range", 4, 6, None),
+            row(Method, "size", 5, 5, Some("Range")),
+        ]
+    );
+    let cpp = "void Foo() LOCKS_EXCLUDED(mutex_) {\n  x();\n}\ntemplate <typename T> struct formatter<T, char> {\n  int parse() { return 0; }\n  ~formatter() override LOCKS_EXCLUDED(mu) {\n  }\n  void Run() LOCKS_EXCLUDED(mu) {\n  }\n};\nFMT_BEGIN_NAMESPACE\nnamespace detail {\n}\n";
+    let names: Vec<(SymbolKind, String)> = symbols(Language::Cpp, cpp)
+        .into_iter()
+        .map(|(kind, name, ..)| (kind, name))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            (Function, "Foo".to_string()),
+            (Struct, "formatter".to_string()),
+            (Method, "parse".to_string()),
+            (Method, "~formatter".to_string()),
+            (Method, "Run".to_string()),
+        ]
+    );
+}
+
+#[test]
 fn cpp_classes_namespaces_and_qualified_methods() {
     let source = "namespace shop {\nclass Order {\n public:\n  int total() const { return 0; }\n  void clear();\n  int count;\n};\n}\n\nvoid shop::Order::clear() {}\n\ntemplate <typename T>\nT twice(T x) { return x; }\n\nusing Id = int;\n";
     assert_eq!(

@@ -232,6 +232,7 @@ impl Reader for Parser<'_> {
         if self.finder.find(source).is_none() {
             return FileDefinitions::default();
         }
+        let language = language.for_source(source);
         let definitions = match symbols::definitions(language, source, self.cancel) {
             Ok(definitions) => definitions,
             // The call ends as cancelled once the scan returns.

@@ -137,6 +137,7 @@ pub fn outline(
         )));
     }
     ToolError::check_cancel(cancel)?;
+    let language = language.for_source(source);
     let found = symbols::definitions(language, source, cancel).map_err(|error| match error {
         ParseError::Cancelled => ToolError::Cancelled,
         other => ToolError::invalid(format!(

@@ -39,6 +39,7 @@ const NANOS_PER_SECOND: i128 = 1_000_000_000;
 impl Time {
     /// From seconds and nanoseconds as `stat` gives them (the nanoseconds
     /// brought into range whatever the platform handed over).
+    #[cfg(unix)]
     fn new(seconds: i64, nanos: i64) -> Self {
         Self::from_nanos(i128::from(seconds) * NANOS_PER_SECOND + i128::from(nanos))
     }

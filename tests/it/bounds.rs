@@ -715,7 +715,12 @@ async fn a_model_over_the_memory_limit_gives_its_memory_back() {
         std::fs::write(&path, text).expect("config");
         path
     };
-    let limited = write_config("limited.toml", "[index]\nmax_memory_mb = 8\n");
+    // Kept in memory: lists written to disk would keep the model within
+    // the limit (the next test).
+    let limited = write_config(
+        "limited.toml",
+        "[index]\nmax_memory_mb = 8\npersist = false\n",
+    );
     let off = write_config("off.toml", "[index]\nenabled = false\n");
 
     // The baseline: the same tree served without an index, after a search
@@ -769,6 +774,90 @@ async fn a_model_over_the_memory_limit_gives_its_memory_back() {
         "after the fallback the process holds {rss_kib} KiB (peak {peak_kib} KiB), more than a \
          server without an index ({baseline_kib} KiB) plus half the 8 MB limit and 4 MB: the \
          dropped model's memory was kept, not given back"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_index_larger_than_the_memory_limit_is_built_on_disk_within_it() {
+    let project = over_the_limit_project();
+    crate::common::let_stamps_settle().await;
+    let outside = project.outside();
+    let cache = outside.join("cache");
+    let write_config = |name: &str, text: &str| {
+        let path = outside.join(name);
+        std::fs::write(&path, text).expect("config");
+        path
+    };
+    let limited = write_config(
+        "limited.toml",
+        &format!(
+            "[index]\nmax_memory_mb = 8\ncache_dir = {:?}\n",
+            cache.to_str().unwrap()
+        ),
+    );
+    let off = write_config("off.toml", "[index]\nenabled = false\n");
+    let search = json!({"query": "id_0", "output_mode": "count"});
+    let mut scanning = RawServer::start(&project.root, &["--config", off.to_str().unwrap()]);
+    let scanning_pid = scanning.child.id().expect("pid");
+    scanning.initialize("2025-06-18").await;
+    scanning
+        .send(&call(1, "search_project_files", search.clone()))
+        .await;
+    let scanned = scanning.recv_id(&json!(1)).await;
+    // Anonymous memory: the binary's own pages (file-backed) differ with
+    // the code a server runs, not with what it holds.
+    let baseline_kib = status_kib(scanning_pid, "RssAnon");
+    scanning.finish().await;
+
+    let log = outside.join("server.log");
+    let args = [
+        "--config",
+        limited.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let mut server = RawServer::start(&project.root, &args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    // The build's peak, sampled until the index is ready.
+    let mut peak_kib = 0;
+    let ready_by = tokio::time::Instant::now() + crate::common::INDEX_DEADLINE;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains(crate::common::INDEX_READY)
+        && tokio::time::Instant::now() < ready_by
+    {
+        peak_kib = peak_kib.max(status_kib(pid, "RssAnon"));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !log_text.contains("searches scan the tree"),
+        "the model fell back: {log_text}"
+    );
+    assert!(
+        log_text.contains("index cache: wrote segments"),
+        "the lists went to disk: {log_text}"
+    );
+    server
+        .send(&call(1, "search_project_files", search.clone()))
+        .await;
+    let indexed = server.recv_id(&json!(1)).await;
+    assert_eq!(
+        indexed["result"]["structuredContent"],
+        scanned["result"]["structuredContent"]
+    );
+    let peak_kib = peak_kib.max(status_kib(pid, "RssAnon"));
+    let limit_kib = 8 * 1024;
+    assert!(
+        peak_kib < baseline_kib + limit_kib,
+        "the indexed server's anonymous memory peaked at {peak_kib} KiB: more than a server \
+         without an index ({baseline_kib} KiB after a scan) plus the 8 MB limit"
     );
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));

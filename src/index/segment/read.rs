@@ -76,7 +76,28 @@ impl Segment {
                 return Err(SegmentError::Damaged("section checksum"));
             }
         }
-        Segment::check_structure(Backing::Mapped(map), header, root)
+        let segment = Segment::check_structure(Backing::Mapped(map), header, root)?;
+        segment.drop_checked_pages();
+        Ok(segment)
+    }
+
+    /// Drops the pages the structure checks touched (the file table, the
+    /// names, the lookup table) from the process: lookups touch again only
+    /// what they need.
+    fn drop_checked_pages(&self) {
+        match &self.bytes {
+            // SAFETY: the map is read-only and shared, and no slice of it is
+            // borrowed yet: a page dropped is read again from the file, as
+            // it was, when next touched.
+            #[cfg(unix)]
+            Backing::Mapped(map) => {
+                let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            }
+            #[cfg(not(unix))]
+            Backing::Mapped(_) => {}
+            #[cfg(test)]
+            Backing::Owned(_) => {}
+        }
     }
 
     #[cfg(test)]
