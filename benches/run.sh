@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# Reproduces docs/performance.md: prepares the corpus (this project's own
-# dependency tree, vendored into target/bench-corpus) and its tenfold copy
-# (ten copies whose letters are rotated by 0 to 9, in target/bench-corpus-10x),
-# makes sure ripgrep
+# Reproduces docs/performance.md: prepares a corpus and its tenfold distinct
+# copy (ten copies whose letters are rotated by 0 to 9), makes sure ripgrep
 # and fd are there, and runs `cargo bench --bench search` and
 # `cargo bench --bench instant` (release profile).
 #
-#   benches/run.sh                       # corpus grown to at least 250 MB
-#   BENCH_TENFOLD=0 benches/run.sh       # without the tenfold corpus
+#   BENCH_CORPUS=/work/corpus/u-boot BENCH_CORPUS_10X=/work/corpus/u-boot-10x \
+#       benches/run.sh                   # any tree and its tenfold
+#   benches/run.sh                       # this project's vendored crates
+#   BENCH_CORPUS_10X=/none benches/run.sh  # without a tenfold corpus
 #   BENCH_RUNS=11 benches/run.sh         # runs per median (search bench)
 #   BENCH_QUERIES=20 benches/run.sh      # distinct queries per kind (instant)
+#   BENCH_CHANGED=0 benches/run.sh       # without the changed-tree session
 #   BENCH_ONLY=instant benches/run.sh    # one of the two benches
+#
+# Without BENCH_CORPUS the corpus is every crate in Cargo.lock, vendored
+# into target/bench-corpus (whatever size that is: no file is duplicated);
+# without BENCH_CORPUS_10X the tenfold copy of the corpus is written to
+# target/bench-corpus-10x.
 #
 # A trial on any small tree, without this script:
 #   BENCH_CORPUS=DIR BENCH_CORPUS_10X=/none cargo bench --bench instant
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-corpus="$PWD/target/bench-corpus"
-target_mb="${BENCH_CORPUS_MB:-250}"
 
 # Debian's packages as root, else cargo install: `need COMMAND PACKAGE CRATE`.
 need() {
@@ -33,38 +37,34 @@ need() {
 need rg ripgrep ripgrep
 command -v fd >/dev/null 2>&1 || need fdfind fd-find fd-find
 
-# The vendored sources of every crate in Cargo.lock (all platforms), from
-# the local registry cache when it is warm, else from crates.io.
-if [ ! -d "$corpus/vendor" ]; then
-    mkdir -p "$corpus"
-    cargo vendor --locked --offline "$corpus/vendor" >/dev/null 2>&1 ||
-        cargo vendor --locked "$corpus/vendor" >/dev/null
-fi
+apparent_mb() { du -s --apparent-size --block-size=1M "$1" | cut -f1; }
 
-# Below the size the memory target names, add copies of whole crates, in
-# name order, until it is reached: the same real files, more of them.
-apparent_mb() { du -s --apparent-size --block-size=1M "$corpus" | cut -f1; }
-if [ "$(apparent_mb)" -lt "$target_mb" ]; then
-    copy=1
-    while [ "$(apparent_mb)" -lt "$target_mb" ]; do
-        for crate in "$corpus"/vendor/*/; do
-            name="$(basename "$crate")"
-            mkdir -p "$corpus/copy-$copy"
-            cp -r "$crate" "$corpus/copy-$copy/$name"
-            [ "$(apparent_mb)" -ge "$target_mb" ] && break
-        done
-        copy=$((copy + 1))
-    done
+corpus="${BENCH_CORPUS:-}"
+if [ -z "$corpus" ]; then
+    # The vendored sources of every crate in Cargo.lock (all platforms),
+    # from the local registry cache when it is warm, else from crates.io.
+    corpus="$PWD/target/bench-corpus"
+    if [ ! -d "$corpus/vendor" ]; then
+        mkdir -p "$corpus"
+        cargo vendor --locked --offline "$corpus/vendor" >/dev/null 2>&1 ||
+            cargo vendor --locked "$corpus/vendor" >/dev/null
+    fi
+    # Whole-crate copies an earlier version of this script added: real
+    # trees hold no such duplicates.
+    rm -rf "$corpus"/copy-*
 fi
-echo "corpus: $corpus, $(apparent_mb) MB" >&2
+corpus="$(cd "$corpus" && pwd -P)"
+echo "corpus: $corpus, $(apparent_mb "$corpus") MB" >&2
 
 # Ten copies of the corpus whose content differs: copy i has its ASCII
 # letters rotated by i (the statistics of real code, no hard links, no
 # byte-identical files), so the index reads and holds ten times the bytes.
-tenfold="$PWD/target/bench-corpus-10x"
-if [ "${BENCH_TENFOLD:-1}" = 1 ]; then
-    stamp="$(apparent_mb)"
-    if [ ! -f "$tenfold/.distinct-from-${stamp}mb" ]; then
+tenfold="${BENCH_CORPUS_10X:-}"
+if [ -z "$tenfold" ]; then
+    tenfold="$PWD/target/bench-corpus-10x"
+    # What it was made from, beside it rather than inside the tree measured.
+    made_from="$corpus $(apparent_mb "$corpus") MB"
+    if [ "$(cat "$tenfold.from" 2>/dev/null)" != "$made_from" ]; then
         rm -rf "$tenfold"
         mkdir -p "$tenfold"
         python3 - "$corpus" "$tenfold" <<'PY'
@@ -88,11 +88,13 @@ for copy in range(10):
             with open(os.path.join(out, name), "wb") as file:
                 file.write(data.translate(rotate))
 PY
-        touch "$tenfold/.distinct-from-${stamp}mb"
+        echo "$made_from" >"$tenfold.from"
     fi
-    echo "10x corpus: $tenfold" >&2
+fi
+if [ -d "$tenfold" ]; then
+    echo "10x corpus: $tenfold, $(apparent_mb "$tenfold") MB" >&2
 else
-    tenfold="$PWD/target/no-tenfold-corpus"
+    echo "no 10x corpus ($tenfold is not a folder)" >&2
 fi
 
 export BENCH_CORPUS="$corpus" BENCH_CORPUS_10X="$tenfold"

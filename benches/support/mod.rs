@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -157,6 +158,9 @@ pub struct Session {
     pub spawned: Instant,
     /// Its log, when started with [`Session::start_logged`].
     pub log: Option<LogLines>,
+    /// The highest `RssAnon` seen so far (KiB), sampled every 20 ms:
+    /// /proc keeps no peak of the anonymous memory.
+    anon_peak_kib: Arc<AtomicU64>,
 }
 
 impl Session {
@@ -213,6 +217,18 @@ impl Session {
             });
             lines
         });
+        let anon_peak_kib = Arc::new(AtomicU64::new(0));
+        let peak = Arc::clone(&anon_peak_kib);
+        let status = format!("/proc/{}/status", child.id());
+        // Ends when the process is reaped (its /proc entry is gone).
+        std::thread::spawn(move || {
+            while let Ok(text) = std::fs::read_to_string(&status) {
+                if let Some(kib) = status_field_kib(&text, "RssAnon:") {
+                    peak.fetch_max(kib, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("server stdout"));
         Session {
@@ -222,6 +238,7 @@ impl Session {
             next_id: 1,
             spawned,
             log,
+            anon_peak_kib,
         }
     }
 
@@ -315,14 +332,22 @@ impl Session {
         self.status_kib("VmRSS:")
     }
 
+    /// RssAnon: the anonymous memory resident now (heap, not mapped files).
+    pub fn anon_kib(&self) -> u64 {
+        self.status_kib("RssAnon:")
+    }
+
+    /// The highest RssAnon sampled since the process started (and now).
+    pub fn anon_peak_kib(&self) -> u64 {
+        self.anon_peak_kib
+            .load(Ordering::Relaxed)
+            .max(self.anon_kib())
+    }
+
     fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("read /proc/<pid>/status (Linux only)");
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(field))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"))
+        status_field_kib(&status, field).unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"))
     }
 
     /// The first log line containing `needle`, with when it was read.
@@ -341,6 +366,14 @@ impl Drop for Session {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// A `Field:   1234 kB` line of /proc/<pid>/status, in KiB.
+fn status_field_kib(status: &str, field: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// CPU time used so far by this process (all its threads, finished ones
