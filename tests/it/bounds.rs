@@ -939,13 +939,21 @@ async fn churn_on_the_same_files_gives_its_memory_back() {
         }
         id += 1;
         server
-            .send(&call(id, "search_project_files", json!({"query": "id_0", "output_mode": "count"})))
+            .send(&call(
+                id,
+                "search_project_files",
+                json!({"query": "id_0", "output_mode": "count"}),
+            ))
             .await;
         server.recv_id(&json!(id)).await;
         crate::common::let_stamps_settle().await;
         id += 1;
         server
-            .send(&call(id, "search_project_files", json!({"query": "id_1", "output_mode": "count"})))
+            .send(&call(
+                id,
+                "search_project_files",
+                json!({"query": "id_1", "output_mode": "count"}),
+            ))
             .await;
         server.recv_id(&json!(id)).await;
         if round == 0 {
