@@ -668,26 +668,60 @@ async fn soak_every_tool_pipelined_with_cancellations() {
 #[cfg(target_os = "linux")]
 fn over_the_limit_project() -> TempProject {
     let project = TempProject::new();
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    for file in 0..300 {
-        let mut text = String::with_capacity(33_000);
-        while text.len() < 32_000 {
-            // xorshift, written in base 36: identifiers that share few
-            // trigrams.
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let mut n = state;
-            text.push_str("id_");
-            while n > 0 {
-                text.push(char::from_digit((n % 36) as u32, 36).unwrap_or('z'));
-                n /= 36;
-            }
-            text.push(' ');
-        }
+    for file in 0..300u64 {
+        let text = random_identifiers(0x9e37_79b9_7f4a_7c15 + file);
         project.write(&format!("d{}/f{file:03}.txt", file % 12), &text);
     }
     project
+}
+
+/// The search every memory test sends: it reads every file.
+#[cfg(target_os = "linux")]
+fn search_every_file() -> Value {
+    json!({"query": "id_0", "output_mode": "count"})
+}
+
+/// What a server without an index answers to [`search_every_file`] on
+/// `project`, and its `field` of /proc/PID/status after that search.
+#[cfg(target_os = "linux")]
+async fn scanning_baseline(project: &TempProject, field: &str) -> (Value, u64) {
+    let off = project.outside().join("off.toml");
+    std::fs::write(&off, "[index]\nenabled = false\n").expect("config");
+    let mut scanning = RawServer::start(&project.root, &["--config", off.to_str().unwrap()]);
+    let pid = scanning.child.id().expect("pid");
+    scanning.initialize("2025-06-18").await;
+    scanning
+        .send(&call(1, "search_project_files", search_every_file()))
+        .await;
+    let answer = scanning.recv_id(&json!(1)).await;
+    let kib = status_kib(pid, field);
+    scanning.finish().await;
+    (answer, kib)
+}
+
+/// A server on `project` with the operator config `config` and a debug
+/// log, initialized: the server, its pid and its log's path.
+#[cfg(target_os = "linux")]
+async fn logged_server(
+    project: &TempProject,
+    config: &str,
+) -> (RawServer, u32, std::path::PathBuf) {
+    let outside = project.outside();
+    let config_path = outside.join("config.toml");
+    std::fs::write(&config_path, config).expect("config");
+    let log = outside.join("server.log");
+    let args = [
+        "--config",
+        config_path.to_str().unwrap(),
+        "--log-level",
+        "debug",
+        "--log-file",
+        log.to_str().unwrap(),
+    ];
+    let mut server = RawServer::start(&project.root, &args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    (server, pid, log)
 }
 
 /// Polls `pid`'s VmRSS until it is below `bound_kib` or `deadline`
@@ -709,45 +743,13 @@ async fn rss_settles_below(pid: u32, bound_kib: u64, deadline: Duration) -> u64 
 async fn a_model_over_the_memory_limit_gives_its_memory_back() {
     let project = over_the_limit_project();
     crate::common::let_stamps_settle().await;
-    let outside = project.outside();
-    let write_config = |name: &str, text: &str| {
-        let path = outside.join(name);
-        std::fs::write(&path, text).expect("config");
-        path
-    };
-    // Kept in memory: lists written to disk would keep the model within
-    // the limit (the next test).
-    let limited = write_config(
-        "limited.toml",
-        "[index]\nmax_memory_mb = 8\npersist = false\n",
-    );
-    let off = write_config("off.toml", "[index]\nenabled = false\n");
-
     // The baseline: the same tree served without an index, after a search
     // read every file.
-    let search = json!({"query": "id_0", "output_mode": "count"});
-    let mut scanning = RawServer::start(&project.root, &["--config", off.to_str().unwrap()]);
-    let scanning_pid = scanning.child.id().expect("pid");
-    scanning.initialize("2025-06-18").await;
-    scanning
-        .send(&call(1, "search_project_files", search.clone()))
-        .await;
-    scanning.recv_id(&json!(1)).await;
-    let baseline_kib = status_kib(scanning_pid, "VmRSS");
-    scanning.finish().await;
-
-    let log = outside.join("server.log");
-    let args = [
-        "--config",
-        limited.to_str().unwrap(),
-        "--log-level",
-        "debug",
-        "--log-file",
-        log.to_str().unwrap(),
-    ];
-    let mut server = RawServer::start(&project.root, &args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
+    let (_, baseline_kib) = scanning_baseline(&project, "VmRSS").await;
+    // Kept in memory: lists written to disk would keep the model within
+    // the limit (the next test).
+    let (mut server, pid, log) =
+        logged_server(&project, "[index]\nmax_memory_mb = 8\npersist = false\n").await;
     let fell_back = crate::common::log_holds(
         &log,
         "searches scan the tree",
@@ -761,7 +763,7 @@ async fn a_model_over_the_memory_limit_gives_its_memory_back() {
     );
     // The same search, answered by the scan now.
     server
-        .send(&call(1, "search_project_files", search.clone()))
+        .send(&call(1, "search_project_files", search_every_file()))
         .await;
     server.recv_id(&json!(1)).await;
     let limit_kib = 8 * 1024;
@@ -784,46 +786,15 @@ async fn a_model_over_the_memory_limit_gives_its_memory_back() {
 async fn an_index_larger_than_the_memory_limit_is_built_on_disk_within_it() {
     let project = over_the_limit_project();
     crate::common::let_stamps_settle().await;
-    let outside = project.outside();
-    let cache = outside.join("cache");
-    let write_config = |name: &str, text: &str| {
-        let path = outside.join(name);
-        std::fs::write(&path, text).expect("config");
-        path
-    };
-    let limited = write_config(
-        "limited.toml",
-        &format!(
-            "[index]\nmax_memory_mb = 8\ncache_dir = {:?}\n",
-            cache.to_str().unwrap()
-        ),
-    );
-    let off = write_config("off.toml", "[index]\nenabled = false\n");
-    let search = json!({"query": "id_0", "output_mode": "count"});
-    let mut scanning = RawServer::start(&project.root, &["--config", off.to_str().unwrap()]);
-    let scanning_pid = scanning.child.id().expect("pid");
-    scanning.initialize("2025-06-18").await;
-    scanning
-        .send(&call(1, "search_project_files", search.clone()))
-        .await;
-    let scanned = scanning.recv_id(&json!(1)).await;
     // Anonymous memory: the binary's own pages (file-backed) differ with
     // the code a server runs, not with what it holds.
-    let baseline_kib = status_kib(scanning_pid, "RssAnon");
-    scanning.finish().await;
-
-    let log = outside.join("server.log");
-    let args = [
-        "--config",
-        limited.to_str().unwrap(),
-        "--log-level",
-        "debug",
-        "--log-file",
-        log.to_str().unwrap(),
-    ];
-    let mut server = RawServer::start(&project.root, &args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
+    let (scanned, baseline_kib) = scanning_baseline(&project, "RssAnon").await;
+    let cache = project.outside().join("cache");
+    let config = format!(
+        "[index]\nmax_memory_mb = 8\ncache_dir = {:?}\n",
+        cache.to_str().unwrap()
+    );
+    let (mut server, pid, log) = logged_server(&project, &config).await;
     // The build's peak, sampled until the index is ready.
     let mut peak_kib = 0;
     let ready_by = tokio::time::Instant::now() + crate::common::INDEX_DEADLINE;
@@ -845,7 +816,7 @@ async fn an_index_larger_than_the_memory_limit_is_built_on_disk_within_it() {
         "the lists went to disk: {log_text}"
     );
     server
-        .send(&call(1, "search_project_files", search.clone()))
+        .send(&call(1, "search_project_files", search_every_file()))
         .await;
     let indexed = server.recv_id(&json!(1)).await;
     assert_eq!(
@@ -905,28 +876,12 @@ async fn steady_anon_kib(pid: u32) -> u64 {
 async fn churn_on_the_same_files_gives_its_memory_back() {
     let project = over_the_limit_project();
     crate::common::let_stamps_settle().await;
-    let outside = project.outside();
-    let config = outside.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[index]\nmax_memory_mb = 64\ncache_dir = {:?}\n",
-            outside.join("cache").to_str().unwrap()
-        ),
-    )
-    .unwrap();
-    let log = outside.join("server.log");
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--log-level",
-        "debug",
-        "--log-file",
-        log.to_str().unwrap(),
-    ];
-    let mut server = RawServer::start(&project.root, &args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
+    let cache = project.outside().join("cache");
+    let config = format!(
+        "[index]\nmax_memory_mb = 64\ncache_dir = {:?}\n",
+        cache.to_str().unwrap()
+    );
+    let (mut server, pid, log) = logged_server(&project, &config).await;
     crate::common::wait_for_index(&log).await;
     // Each round rewrites the same 100 files with new content, and a
     // search makes the model see it (the background then indexes it).
