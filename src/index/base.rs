@@ -90,13 +90,6 @@ impl BasePostings {
             .filter(|layer| layer.id_range().contains(&id))
     }
 
-    /// Whether every layer is a segment on disk.
-    pub(super) fn is_mapped(&self) -> bool {
-        self.layers
-            .iter()
-            .all(|layer| matches!(layer, Layer::Mapped { .. }))
-    }
-
     /// Heap bytes (a segment's mapped pages are the kernel's to keep or drop).
     fn bytes(&self) -> usize {
         self.layers

@@ -135,11 +135,8 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    if shared.restoring.swap(false, Ordering::AcqRel) {
-        // The cache could not be used: this is a build after all.
-        lower_priority();
-    }
-    shared.left_building.notify_all();
+    // The cache could not be used: this is a build after all.
+    serving(shared);
     let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
     let indexed = index_contents(
         shared,
@@ -150,7 +147,7 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         true,
     )?;
     if let Some(writer) = writer
-        && indexed.base.shard.is_mapped()
+        && indexed.on_disk
     {
         writer.commit();
     }
@@ -230,9 +227,7 @@ fn serve_from_cache(
         to_read.len()
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    shared.restoring.store(false, Ordering::Release);
-    shared.left_building.notify_all();
-    lower_priority();
+    serving(shared);
     let mut indexer = Indexer::default();
     let mut batch = Vec::with_capacity(ADOPT_BATCH);
     for (at, relative) in to_read.iter().enumerate() {
@@ -280,7 +275,7 @@ fn serve_from_cache(
         if let Some(mut writer) = SegmentWriter::open(from_cache.cache, from_cache.budget)
             && let Some(indexed) =
                 index_contents(shared, pacer, listed, held, Some(&mut writer), false)
-            && indexed.base.shard.is_mapped()
+            && indexed.on_disk
         {
             writer.commit();
         }
@@ -492,6 +487,14 @@ pub(super) struct Listed {
     pub(super) filter_bytes: usize,
 }
 
+/// The model answers calls now: calls waiting for the restore go on, and
+/// what the build does from here on runs at the lowest priority.
+fn serving(shared: &Shared) {
+    shared.restoring.store(false, Ordering::Release);
+    shared.left_building.notify_all();
+    lower_priority();
+}
+
 /// Hands the segments `base` holds (all of its ids so far) and their files
 /// to the model; `base` then holds what follows. `None` when the model is
 /// gone.
@@ -556,6 +559,8 @@ pub(super) struct Indexed {
     pub(super) base: BaseIndex,
     /// Each file read with a stamp that can be trusted, and what it holds.
     pub(super) files: Vec<(String, Stamp, Content)>,
+    /// Every posting list was written to the cache (ready to commit).
+    pub(super) on_disk: bool,
     /// Files read and indexed.
     pub(super) files_indexed: usize,
     pub(super) bytes_read: u64,
@@ -692,9 +697,10 @@ pub(super) fn index_contents(
     // build's peak.
     drop(indexer);
     drop(linked);
-    let written =
+    // A writer still held has written every run before this one.
+    let on_disk =
         writer.is_some_and(|into| spill(into, &mut base, &mut parts, &files[unwritten_from..]));
-    if !written {
+    if !on_disk {
         // One lookup per trigram at query time instead of one per part.
         base.shard.push(Layer::Built(Shard::merge(parts)));
     } else if install {
@@ -704,6 +710,7 @@ pub(super) fn index_contents(
     Some(Indexed {
         base,
         files,
+        on_disk,
         files_indexed,
         bytes_read,
         without_filters,

@@ -3,14 +3,13 @@
 //! ids of a posting list are checked as it is decoded.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use memmap2::Mmap;
 
 use super::format::{
     BITMAP, FILE_RECORD_BYTES, HAS_FILTER, Header, LOOKUP_BYTES, SECTIONS, Section, SegmentError,
-    Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, read_varint, u32_at, u64_at,
+    TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, read_varint, u32_at, u64_at,
 };
 use crate::walk::Stamp;
 
@@ -63,33 +62,25 @@ pub struct FileEntry<'a> {
 impl Segment {
     /// Maps and checks the segment at `path`, which must describe `root`.
     pub fn open(path: &Path, root: &str) -> Result<Segment, SegmentError> {
-        let mut file = File::open(path)?;
+        let file = File::open(path)?;
         // SAFETY: segments are written once to a temporary file and renamed
         // into place; no writer of this program changes a committed one. The
         // map is read only through checked slices.
         let map = unsafe { Mmap::map(&file)? };
-        let header = Header::decode(&map)?;
-        // Summed through reads, not the map: the pages stay the page cache's
-        // and only those later lookups touch count as the process's own.
-        for section in SECTIONS {
-            if read_crc(&mut file, header.span(section), map.len())? != header.span(section).crc {
-                return Err(SegmentError::Damaged("section checksum"));
-            }
-        }
-        let mut segment = Segment::check_structure(Backing::Mapped(map), header, root)?;
+        let mut segment = Segment::check(Backing::Mapped(map), root)?;
         segment.drop_resident_pages();
         Ok(segment)
     }
 
-    /// Drops the pages read so far (by the checks: the file table, the
-    /// names, the lookup table; by a sweep of its files) from the process:
-    /// lookups touch again only what they need. Called while the segment
-    /// has one owner and nothing borrows from it (`&mut`).
+    /// Drops the pages read so far (by the checks: every section; by a
+    /// sweep of its files) from the process: lookups touch again only what
+    /// they need. Called while the segment has one owner and nothing
+    /// borrows from it (`&mut`).
     pub fn drop_resident_pages(&mut self) {
         match &self.bytes {
             // SAFETY: the map is read-only and shared, and no slice of it is
-            // borrowed yet: a page dropped is read again from the file, as
-            // it was, when next touched.
+            // borrowed: a page dropped is read again from the file, as it
+            // was, when next touched.
             #[cfg(unix)]
             Backing::Mapped(map) => {
                 let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
@@ -106,7 +97,6 @@ impl Segment {
         Segment::check(Backing::Owned(bytes), root)
     }
 
-    #[cfg(test)]
     fn check(bytes: Backing, root: &str) -> Result<Segment, SegmentError> {
         let header = Header::decode(&bytes)?;
         for section in SECTIONS {
@@ -114,14 +104,6 @@ impl Segment {
                 return Err(SegmentError::Damaged("section checksum"));
             }
         }
-        Segment::check_structure(bytes, header, root)
-    }
-
-    fn check_structure(
-        bytes: Backing,
-        header: Header,
-        root: &str,
-    ) -> Result<Segment, SegmentError> {
         if section_of(&bytes, &header, Section::Root) != root.as_bytes() {
             return Err(SegmentError::OtherRoot);
         }
@@ -356,29 +338,6 @@ impl Segment {
         }
         Ok(ids)
     }
-}
-
-/// The checksum of the bytes `span` names, read from `file` (of `length`
-/// bytes); a span past the end is damage.
-fn read_crc(file: &mut File, span: Span, length: usize) -> Result<u32, SegmentError> {
-    let end = span.offset.checked_add(span.length);
-    if end.is_none_or(|end| end > length as u64) {
-        return Err(SegmentError::Damaged("section bounds"));
-    }
-    file.seek(SeekFrom::Start(span.offset))?;
-    let mut section = file.take(span.length);
-    let mut crc = crc32fast::Hasher::new();
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        match section.read(&mut buffer)? {
-            0 => break,
-            read => crc.update(&buffer[..read]),
-        }
-    }
-    if section.limit() > 0 {
-        return Err(SegmentError::Damaged("section bounds"));
-    }
-    Ok(crc.finalize())
 }
 
 fn section_of<'a>(bytes: &'a [u8], header: &Header, section: Section) -> &'a [u8] {
