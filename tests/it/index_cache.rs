@@ -225,6 +225,22 @@ impl Scene {
         .await
     }
 
+    /// [`Scene::server`] with the operator config `config` (as `name.toml`).
+    async fn configured(&self, name: &str, config: &str) -> Server {
+        let path = self.project.outside().join(format!("{name}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let log = self.log(name);
+        let args = [
+            "--config",
+            path.to_str().unwrap(),
+            "--log-level",
+            "debug",
+            "--log-file",
+            log.to_str().unwrap(),
+        ];
+        Server::start_with(&self.project.root, &args, &self.cache_env()).await
+    }
+
     /// A server that scans (no index, nothing kept).
     async fn scanner(&self) -> Server {
         let config = self.project.outside().join("scan.toml");
@@ -354,29 +370,16 @@ async fn the_configured_cache_dir_holds_the_index() {
     let scene = Scene::new(50);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let cache_dir = scene.project.outside().join("configured-cache");
-    let config = scene.project.outside().join("cache.toml");
-    std::fs::write(
-        &config,
-        format!("[index]\ncache_dir = {:?}\n", cache_dir.to_string_lossy()),
-    )
-    .unwrap();
+    let config = format!("[index]\ncache_dir = {:?}\n", cache_dir.to_string_lossy());
     let log = scene.log("configured");
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--log-level",
-        "debug",
-        "--log-file",
-        log.to_str().unwrap(),
-    ];
-    let first = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    let first = scene.configured("configured", &config).await;
     wait_for_log(&log, "index cache: wrote segment").await;
     first.stop().await;
     assert!(!scene.cache_home.path().join("mcp-project-helper").exists());
     let folders: Vec<_> = std::fs::read_dir(&cache_dir).unwrap().collect();
     assert_eq!(folders.len(), 1);
     std::fs::remove_file(&log).unwrap();
-    let second = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    let second = scene.configured("configured", &config).await;
     let scanner = scene.scanner().await;
     assert_same_answers(&second, &scanner).await;
     wait_for_log(&log, "files unchanged").await;
@@ -387,18 +390,10 @@ async fn the_configured_cache_dir_holds_the_index() {
 #[tokio::test]
 async fn persist_false_keeps_the_index_in_memory_only() {
     let scene = Scene::new(20);
-    let config = scene.project.outside().join("memory.toml");
-    std::fs::write(&config, "[index]\npersist = false\n").unwrap();
     let log = scene.log("memory");
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--log-level",
-        "debug",
-        "--log-file",
-        log.to_str().unwrap(),
-    ];
-    let server = Server::start_with(&scene.project.root, &args, &scene.cache_env()).await;
+    let server = scene
+        .configured("memory", "[index]\npersist = false\n")
+        .await;
     server
         .ok("search_project_files", json!({"query": "token_3"}))
         .await;
