@@ -191,6 +191,16 @@ impl Server {
     }
 
     /// Calls a tool that must fail with a tool error; returns its message.
+    /// [`Server::err`], whose message must say `reason`.
+    pub async fn err_saying(&self, name: &str, arguments: Value, reason: &str) -> String {
+        let message = self.err(name, arguments.clone()).await;
+        assert!(
+            message.contains(reason),
+            "{name}({arguments}) should say {reason:?}: {message}"
+        );
+        message
+    }
+
     pub async fn err(&self, name: &str, arguments: Value) -> String {
         let result = self.call(name, arguments.clone()).await;
         assert_eq!(
