@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::base::{BaseIndex, Layer, SPILL_BYTES};
-use super::cache::RootCache;
+use super::cache::{RootCache, segment_bound};
 use super::indexer::Indexer;
 use super::live::Live;
 use super::ngram::{FileGrams, GramFilter};
@@ -124,7 +124,12 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     let list_bytes = live.bytes();
     let cache = shared.cache.get();
     if let Some((cache, budget)) = cache
-        && let Some(restored) = restore(cache, &mut live)
+        && shared.restoring.load(Ordering::Acquire)
+        && let Some(restored) = restore(
+            cache,
+            &mut live,
+            segment_bound(listed.files.len() as u64, listed.bytes).min(*budget),
+        )
     {
         let from_cache = FromCache {
             cache,

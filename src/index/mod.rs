@@ -96,6 +96,16 @@ struct Shared {
     cache: OnceLock<(RootCache, u64)>,
 }
 
+/// Whether the root's cache names committed segments (read on the build
+/// thread: the manifest is opened without blocking and checked first).
+fn has_committed_index(shared: &Shared) -> bool {
+    shared.cache.get().is_some_and(|(cache, _)| {
+        cache
+            .committed()
+            .is_ok_and(|committed| !committed.is_empty())
+    })
+}
+
 /// How long a call waits for an index being served from disk before it
 /// walks instead: serving it takes the walk of the file list and a look at
 /// every file's stamp, a fraction of what a scan reads on any tree.
@@ -200,17 +210,22 @@ impl TreeModel {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Some((cache, _)) = self.shared.cache.get()
-            && cache
-                .committed()
-                .is_ok_and(|committed| !committed.is_empty())
-        {
+        // Whether there is a committed index to serve is the build
+        // thread's to find out (this runs on an async worker, and the cache
+        // folder is read by no one but that thread): calls wait for it until
+        // it says there is none.
+        if self.shared.cache.get().is_some() {
             self.shared.restoring.store(true, Ordering::Release);
         }
         let building = self.shared.clone();
         let spawned = std::thread::Builder::new()
             .name("index-build".into())
             .spawn(move || {
+                if building.restoring.load(Ordering::Acquire) && !has_committed_index(&building) {
+                    let _state = building.state.lock();
+                    building.restoring.store(false, Ordering::Release);
+                    building.left_building.notify_all();
+                }
                 // Serving a committed index runs as calls do: they wait
                 // for it. It lowers its priority once the index serves.
                 if !building.restoring.load(Ordering::Acquire) {
@@ -333,6 +348,7 @@ impl TreeModel {
                     .left_building
                     .wait_timeout_while(state, RESTORE_WAIT, |state| {
                         matches!(state, State::Building)
+                            && self.shared.restoring.load(Ordering::Acquire)
                     });
             state = waited.ok()?.0;
         }
