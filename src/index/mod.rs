@@ -26,6 +26,7 @@ mod plan;
 mod postings;
 mod restore;
 mod save;
+mod scrub;
 pub mod segment;
 #[cfg(test)]
 mod testing;
@@ -94,6 +95,8 @@ struct Shared {
     /// Where the index is kept between sessions, and the disk budget of
     /// all roots' folders in bytes; unset: in memory only.
     cache: OnceLock<(RootCache, u64)>,
+    /// Idle time between two scrubs of the index (`scrub.rs`).
+    scrub_every: std::time::Duration,
 }
 
 /// Whether the root's cache names committed segments (read on the build
@@ -125,6 +128,7 @@ impl Shared {
             restoring: AtomicBool::new(false),
             left_building: Condvar::new(),
             cache: OnceLock::new(),
+            scrub_every: crate::config::DEFAULT_SCRUB_EVERY,
         }
     }
 }
@@ -175,12 +179,15 @@ impl TreeModel {
     pub fn new(gate: &PathGate, config: &IndexConfig) -> Self {
         let limit_bytes =
             usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
-        let shared = Arc::new(Shared::new(
-            gate,
-            limit_bytes,
-            config.change_notifications,
-            config.enabled,
-        ));
+        let shared = Arc::new(Shared {
+            scrub_every: config.scrub_every,
+            ..Shared::new(
+                gate,
+                limit_bytes,
+                config.change_notifications,
+                config.enabled,
+            )
+        });
         Self {
             shared,
             started: AtomicBool::new(!config.enabled),
