@@ -99,13 +99,14 @@ struct Shared {
     scrub_every: std::time::Duration,
 }
 
-/// Whether the root's cache names committed segments (read on the build
-/// thread: the manifest is opened without blocking and checked first).
+/// Whether the root's cache may hold a committed index: a manifest that
+/// names segments, or one the restore must refuse (and say why). Read on
+/// the build thread: the manifest is opened without blocking, checked first.
 fn has_committed_index(shared: &Shared) -> bool {
     shared.cache.get().is_some_and(|(cache, _)| {
-        cache
+        !cache
             .committed()
-            .is_ok_and(|committed| !committed.is_empty())
+            .is_ok_and(|committed| committed.is_empty())
     })
 }
 
