@@ -987,7 +987,7 @@ fn large_index_scene() -> Scene {
             state ^= state >> 7;
             state ^= state << 17;
             text.push(ALPHABET[(state % ALPHABET.len() as u64) as usize]);
-            if state % 61 == 0 {
+            if state.is_multiple_of(61) {
                 text.push(b'\n');
             }
         }
