@@ -81,7 +81,7 @@ pub fn open_kept_file(path: &Path) -> io::Result<File> {
         windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
     );
     let file = options.open(path)?;
-    check_file(&file, path, 0)?;
+    check_file(&file, 0)?;
     Ok(file)
 }
 
@@ -104,25 +104,23 @@ pub fn open_checked(path: &Path, max_bytes: u64) -> io::Result<File> {
         windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
     );
     let file = options.open(path)?;
-    check_file(&file, path, max_bytes)?;
+    check_file(&file, max_bytes)?;
     Ok(file)
 }
 
-fn refused(path: &Path, why: impl std::fmt::Display) -> io::Error {
+/// Why a cache file is refused (the caller's error names the file).
+fn refused(why: impl std::fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
-        format!(
-            "{} is not a cache file this program wrote: {why}",
-            path.display()
-        ),
+        format!("not a cache file this program wrote: {why}"),
     )
 }
 
 /// What every cache file must be, checked on its open handle (`fstat`).
-fn check_file(file: &File, path: &Path, max_bytes: u64) -> io::Result<()> {
+fn check_file(file: &File, max_bytes: u64) -> io::Result<()> {
     let metadata = file.metadata()?;
     if !metadata.is_file() {
-        return Err(refused(path, "not a regular file"));
+        return Err(refused("not a regular file"));
     }
     #[cfg(unix)]
     {
@@ -130,16 +128,13 @@ fn check_file(file: &File, path: &Path, max_bytes: u64) -> io::Result<()> {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let user = unsafe { libc::geteuid() };
         if metadata.uid() != user {
-            return Err(refused(
-                path,
-                format_args!("owned by uid {}", metadata.uid()),
-            ));
+            return Err(refused(format_args!("owned by uid {}", metadata.uid())));
         }
         if metadata.mode() & 0o077 != 0 {
-            return Err(refused(
-                path,
-                format_args!("mode {:o}, not 600", metadata.mode() & 0o777),
-            ));
+            return Err(refused(format_args!(
+                "mode {:o}, not 600",
+                metadata.mode() & 0o777
+            )));
         }
     }
     #[cfg(windows)]
@@ -147,17 +142,14 @@ fn check_file(file: &File, path: &Path, max_bytes: u64) -> io::Result<()> {
         use std::os::windows::fs::MetadataExt;
         let reparse = windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
         if metadata.file_attributes() & reparse != 0 {
-            return Err(refused(path, "a link (reparse point)"));
+            return Err(refused("a link (reparse point)"));
         }
     }
     if metadata.len() > max_bytes {
-        return Err(refused(
-            path,
-            format_args!(
-                "{} bytes, more than the {max_bytes} it can hold",
-                metadata.len()
-            ),
-        ));
+        return Err(refused(format_args!(
+            "{} bytes, more than the {max_bytes} it can hold",
+            metadata.len()
+        )));
     }
     Ok(())
 }
