@@ -14,9 +14,11 @@ use mcp_project_helper::index::cache::RootCache;
 use mcp_project_helper::index::segment::FileRecord;
 use mcp_project_helper::walk::Stamp;
 
+#[cfg(unix)]
+use crate::common::output_within;
 use crate::common::{
-    RawServer, Server, TempProject, cli_command, eventually, matches, output_within,
-    server_command, wait_for_index,
+    RawServer, Server, TempProject, cli_command, eventually, matches, server_command,
+    wait_for_index,
 };
 
 struct Sandbox {
@@ -239,6 +241,7 @@ impl Scene {
         .await
     }
 
+    #[cfg(unix)]
     /// A server driven with raw lines, its debug log `name.log`.
     fn raw_server(&self, name: &str) -> RawServer {
         let log = self.log(name);
@@ -250,6 +253,7 @@ impl Scene {
         RawServer::spawn(command)
     }
 
+    #[cfg(unix)]
     /// `index status` for the project, answered within 20 s.
     fn index_status(&self) -> String {
         let mut command = cli_command(&["index", "status"]);
@@ -697,6 +701,7 @@ fn probe() -> Value {
     json!({"query": "token_3", "max_results": 500})
 }
 
+#[cfg(unix)]
 /// Initializes `raw`, lists its tools and asks [`probe`]: the structured
 /// answer.
 async fn raw_answers(raw: &mut RawServer) -> Value {
@@ -717,11 +722,13 @@ async fn raw_answers(raw: &mut RawServer) -> Value {
     answer["result"]["structuredContent"].clone()
 }
 
+#[cfg(unix)]
 async fn scanned(scanner: &Server) -> Value {
     let result = scanner.call("search_project_files", probe()).await;
     serde_json::to_value(result.structured_content).unwrap()
 }
 
+#[cfg(unix)]
 /// Replaces `path` by what `plant` makes there.
 fn replace_with(path: &Path, plant: impl FnOnce(&Path)) {
     std::fs::remove_file(path).unwrap();

@@ -579,6 +579,7 @@ pub fn make_fifo(path: &Path) {
 
 /// Runs `command` to its end, or kills it after `deadline` and panics: a
 /// command-line answer must come in bounded time.
+#[cfg(unix)]
 pub fn output_within(
     mut command: std::process::Command,
     deadline: Duration,
