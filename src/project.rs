@@ -193,7 +193,14 @@ impl ProjectSlot {
             tracing::info!("client offered no file:// root; keeping the current root");
             return false;
         };
-        let root = match canonical_dir(&path) {
+        // File-system work (resolving the root, opening its gate, locating
+        // its cache) runs off the async workers: a slow or hostile mount
+        // must not stall the protocol.
+        let resolved = tokio::task::spawn_blocking(move || canonical_dir(&path))
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|resolved| resolved.map_err(|error| error.to_string()));
+        let root = match resolved {
             Ok(root) => root,
             Err(error) => {
                 tracing::warn!(error = %error, "client root is unusable; keeping the current root");
@@ -207,7 +214,12 @@ impl ProjectSlot {
         {
             return false;
         }
-        match Project::open(config, root.clone()) {
+        let (config, opening) = (config.clone(), root.clone());
+        let opened = tokio::task::spawn_blocking(move || Project::open(&config, opening))
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|opened| opened);
+        match opened {
             Ok(project) => {
                 tracing::info!(root = %root.display(), "project root taken from the client's roots");
                 self.replace(project).await;

@@ -80,6 +80,11 @@ pub struct IndexConfig {
     /// none. Not a file key: set by [`WATCH_ENV`], so tests can prove the
     /// fallback.
     pub change_notifications: bool,
+    /// How long the index is idle before the scrub reads its next sample
+    /// of indexed files again (`index/scrub.rs`). Not a file key: set by
+    /// [`SCRUB_ENV`], which only tests set, to see a forged cache dropped
+    /// within a test's time.
+    pub scrub_every: std::time::Duration,
 }
 
 /// `[index]` keys for the index kept on disk between sessions.
@@ -113,8 +118,24 @@ impl Default for IndexConfig {
             enabled: true,
             max_memory_mb: 256,
             change_notifications: true,
+            scrub_every: DEFAULT_SCRUB_EVERY,
         }
     }
+}
+
+/// The scrub's pace unless [`SCRUB_ENV`] sets it.
+pub const DEFAULT_SCRUB_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Milliseconds between two scrubs of an idle index (tests only).
+pub const SCRUB_ENV: &str = "MCP_PROJECT_HELPER_SCRUB_MS";
+
+/// [`SCRUB_ENV`]'s value, when it is a number of milliseconds (at least 1).
+fn scrub_every(value: Option<&std::ffi::OsStr>) -> std::time::Duration {
+    value
+        .and_then(|value| value.to_str())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .filter(|&millis| millis > 0)
+        .map_or(DEFAULT_SCRUB_EVERY, std::time::Duration::from_millis)
 }
 
 /// Set to `off` (or `0`, `false`, `no`) to run without change
@@ -266,6 +287,7 @@ impl Config {
             deny_globs: file.deny.globs,
             index: IndexConfig {
                 change_notifications: notifications_enabled(std::env::var_os(WATCH_ENV).as_deref()),
+                scrub_every: scrub_every(std::env::var_os(SCRUB_ENV).as_deref()),
                 ..file.index.index()
             },
             index_cache: file.index.cache(),

@@ -4,7 +4,7 @@
 use super::ngram::{GramFilter, MappedFilter};
 use super::plan::Query;
 use super::postings::{PostingLists, Shard};
-use super::segment::Segment;
+use super::segment::{FileEntry, Segment};
 
 /// The posting lists a build keeps in memory before it writes them as a
 /// segment, when the index is kept on disk: what the build's lists cost
@@ -336,6 +336,21 @@ impl BaseIndex {
             size: file.stamp.size(),
             ino: file.stamp.inode(),
         })
+    }
+
+    /// The file base id `id` stands for in a mapped segment, and the ids
+    /// that segment holds; `None` for ids built in memory.
+    pub(super) fn mapped_file(&self, id: u32) -> Option<(std::ops::Range<u32>, FileEntry<'_>)> {
+        let layer = self.shard.layer_of(id)?;
+        let Layer::Mapped { first_id, segment } = layer else {
+            return None;
+        };
+        Some((layer.id_range(), segment.file(id - first_id)?))
+    }
+
+    /// The ids after the last one.
+    pub(super) fn end_id(&self) -> u32 {
+        self.shard.id_range().end
     }
 
     /// Forgets the heap names and filters of the ids before `id`: a

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::base::{BaseIndex, Layer, SPILL_BYTES};
-use super::cache::RootCache;
+use super::cache::{RootCache, segment_bound};
 use super::indexer::Indexer;
 use super::live::Live;
 use super::ngram::{FileGrams, GramFilter};
@@ -15,6 +15,7 @@ use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
 use super::restore::{Restored, restore};
 use super::save::{SegmentWriter, records};
+use super::scrub::Scrub;
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
@@ -124,7 +125,12 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
     let list_bytes = live.bytes();
     let cache = shared.cache.get();
     if let Some((cache, budget)) = cache
-        && let Some(restored) = restore(cache, &mut live)
+        && shared.restoring.load(Ordering::Acquire)
+        && let Some(restored) = restore(
+            cache,
+            &mut live,
+            segment_bound(listed.files.len() as u64, listed.bytes).min(*budget),
+        )
     {
         let from_cache = FromCache {
             cache,
@@ -296,10 +302,18 @@ pub(super) fn keep_indexing(shared: &Shared) {
     let root = shared.gate.root();
     let mut pacer = Pacer::default();
     let mut indexer = Indexer::default();
+    let mut scrub = Scrub::new(shared);
     loop {
-        let Some(batch) = next_unread(shared, &mut indexer) else {
+        let Some(batch) = next_unread(shared, &mut indexer, scrub.due()) else {
             return;
         };
+        if batch.is_empty() {
+            // Idle for the scrub's pace.
+            if scrub.run(shared, &mut pacer, &mut indexer).is_none() {
+                return;
+            }
+            continue;
+        }
         let mut read = Vec::with_capacity(batch.len());
         for (relative, stamp, first_seen) in batch {
             if shared.cancelled.load(Ordering::Relaxed) {
@@ -345,9 +359,14 @@ pub(super) fn keep_indexing(shared: &Shared) {
     }
 }
 
-/// Waits until files wait for the background indexing and takes a batch;
-/// `None` once the model is dropped or switched off.
-fn next_unread(shared: &Shared, indexer: &mut Indexer) -> Option<Vec<(String, Stamp, SystemTime)>> {
+/// Waits until files wait for the background indexing and takes a batch,
+/// or until `scrub_due` with nothing to read and no call running (then the
+/// batch is empty); `None` once the model is dropped or switched off.
+fn next_unread(
+    shared: &Shared,
+    indexer: &mut Indexer,
+    scrub_due: Instant,
+) -> Option<Vec<(String, Stamp, SystemTime)>> {
     let mut state = shared.state.lock().ok()?;
     loop {
         if shared.cancelled.load(Ordering::Relaxed) {
@@ -360,13 +379,21 @@ fn next_unread(shared: &Shared, indexer: &mut Indexer) -> Option<Vec<(String, St
             indexer.without_filters = live.without_filters;
             return Some(live.tree.unread(UNREAD_BATCH));
         }
+        let now = Instant::now();
+        let calls = shared.calls.load(Ordering::Relaxed) > 0;
+        if now >= scrub_due && !calls {
+            return Some(Vec::new());
+        }
         // Woken by a call that left files unread, or by the model's drop;
-        // the timeout only guards against a missed wake-up.
-        state = shared
-            .unread
-            .wait_timeout(state, Duration::from_secs(5))
-            .ok()?
-            .0;
+        // the timeout guards against a missed wake-up and brings the scrub
+        // (once the calls running are done).
+        let wait = if now >= scrub_due {
+            Duration::from_millis(100)
+        } else {
+            scrub_due.saturating_duration_since(now)
+        };
+        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(5));
+        state = shared.unread.wait_timeout(state, wait).ok()?.0;
     }
 }
 

@@ -26,6 +26,7 @@ mod plan;
 mod postings;
 mod restore;
 mod save;
+mod scrub;
 pub mod segment;
 #[cfg(test)]
 mod testing;
@@ -94,6 +95,19 @@ struct Shared {
     /// Where the index is kept between sessions, and the disk budget of
     /// all roots' folders in bytes; unset: in memory only.
     cache: OnceLock<(RootCache, u64)>,
+    /// Idle time between two scrubs of the index (`scrub.rs`).
+    scrub_every: std::time::Duration,
+}
+
+/// Whether the root's cache may hold a committed index: a manifest that
+/// names segments, or one the restore must refuse (and say why). Read on
+/// the build thread: the manifest is opened without blocking, checked first.
+fn has_committed_index(shared: &Shared) -> bool {
+    shared.cache.get().is_some_and(|(cache, _)| {
+        !cache
+            .committed()
+            .is_ok_and(|committed| committed.is_empty())
+    })
 }
 
 /// How long a call waits for an index being served from disk before it
@@ -115,6 +129,7 @@ impl Shared {
             restoring: AtomicBool::new(false),
             left_building: Condvar::new(),
             cache: OnceLock::new(),
+            scrub_every: crate::config::DEFAULT_SCRUB_EVERY,
         }
     }
 }
@@ -165,12 +180,15 @@ impl TreeModel {
     pub fn new(gate: &PathGate, config: &IndexConfig) -> Self {
         let limit_bytes =
             usize::try_from(config.max_memory_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
-        let shared = Arc::new(Shared::new(
-            gate,
-            limit_bytes,
-            config.change_notifications,
-            config.enabled,
-        ));
+        let shared = Arc::new(Shared {
+            scrub_every: config.scrub_every,
+            ..Shared::new(
+                gate,
+                limit_bytes,
+                config.change_notifications,
+                config.enabled,
+            )
+        });
         Self {
             shared,
             started: AtomicBool::new(!config.enabled),
@@ -200,17 +218,22 @@ impl TreeModel {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Some((cache, _)) = self.shared.cache.get()
-            && cache
-                .committed()
-                .is_ok_and(|committed| !committed.is_empty())
-        {
+        // Whether there is a committed index to serve is the build
+        // thread's to find out (this runs on an async worker, and the cache
+        // folder is read by no one but that thread): calls wait for it until
+        // it says there is none.
+        if self.shared.cache.get().is_some() {
             self.shared.restoring.store(true, Ordering::Release);
         }
         let building = self.shared.clone();
         let spawned = std::thread::Builder::new()
             .name("index-build".into())
             .spawn(move || {
+                if building.restoring.load(Ordering::Acquire) && !has_committed_index(&building) {
+                    let _state = building.state.lock();
+                    building.restoring.store(false, Ordering::Release);
+                    building.left_building.notify_all();
+                }
                 // Serving a committed index runs as calls do: they wait
                 // for it. It lowers its priority once the index serves.
                 if !building.restoring.load(Ordering::Acquire) {
@@ -333,6 +356,7 @@ impl TreeModel {
                     .left_building
                     .wait_timeout_while(state, RESTORE_WAIT, |state| {
                         matches!(state, State::Building)
+                            && self.shared.restoring.load(Ordering::Acquire)
                     });
             state = waited.ok()?.0;
         }

@@ -30,8 +30,11 @@ impl Restored {
 }
 
 /// Installs the committed segment of `cache` as `live`'s base; `None`
-/// (and `live` untouched) when there is none or it is unusable.
-pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
+/// (and `live` untouched) when there is none or it is unusable. The
+/// segments together may take at most `max_bytes` (what an index of the
+/// tree just listed can hold, within the disk budget): a larger one is
+/// refused before it is read.
+pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Option<Restored> {
     let started = Instant::now();
     // A folder someone else owns, or a link, is never read (in a shared
     // XDG_CACHE_HOME another user could plant one).
@@ -42,7 +45,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
     let committed = match cache.committed() {
         Ok(committed) => committed,
         Err(error) => {
-            tracing::debug!("index cache: {error}; rebuilding");
+            tracing::info!("index cache: {error}; rebuilding");
             return None;
         }
     };
@@ -50,11 +53,15 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live) -> Option<Restored> {
         return None;
     }
     let mut segments = Vec::with_capacity(committed.len());
+    let mut room = max_bytes;
     for name in &committed {
-        match cache.open_segment(name) {
-            Ok(segment) => segments.push(segment),
+        match cache.open_segment(name, room) {
+            Ok(segment) => {
+                room = room.saturating_sub(segment.bytes() as u64);
+                segments.push(segment);
+            }
             Err(error) => {
-                tracing::debug!("index cache: {error}; rebuilding");
+                tracing::info!("index cache: {error}; rebuilding");
                 return None;
             }
         }

@@ -19,8 +19,9 @@ pub(super) struct SegmentWriter<'a> {
     cache: &'a RootCache,
     lock: WriterLock,
     max_disk_bytes: u64,
-    /// The segments written so far, in id order.
+    /// The segments written so far, in id order, and their bytes.
     written: Vec<String>,
+    written_bytes: u64,
     started: Instant,
 }
 
@@ -40,6 +41,7 @@ impl<'a> SegmentWriter<'a> {
                 lock,
                 max_disk_bytes,
                 written: Vec::new(),
+                written_bytes: 0,
                 started: Instant::now(),
             }),
             Ok(None) => {
@@ -56,7 +58,10 @@ impl<'a> SegmentWriter<'a> {
     }
 
     /// Writes `shard` (ids `records` describe, from its first id on) as a
-    /// segment and maps it: the layer that replaces the shard.
+    /// segment and maps it: the layer that replaces the shard. When the
+    /// root's segments alone would be over `[index] max_disk_mb`, the
+    /// root's cache is given up instead (every segment of it removed, the
+    /// committed ones too) and the build keeps its lists in memory.
     pub(super) fn write(
         &mut self,
         shard: &Shard,
@@ -67,8 +72,18 @@ impl<'a> SegmentWriter<'a> {
             .lists()
             .map(|(trigram, ids)| (trigram, ids.into_iter().map(|id| id - first_id).collect()));
         let name = self.cache.write_segment(&self.lock, records, local)?;
-        let segment = self.cache.open_segment(&name)?;
-        self.written.push(name);
+        self.written.push(name.clone());
+        let segment = self.cache.open_segment(&name, u64::MAX)?;
+        self.written_bytes = self.written_bytes.saturating_add(segment.bytes() as u64);
+        if self.written_bytes > self.max_disk_bytes {
+            drop(segment);
+            // Segments this session maps stay readable (on Windows, where a
+            // mapped file cannot be removed, they go at a later commit).
+            self.cache.commit(&self.lock, &[])?;
+            return Err(CacheError::OverBudget {
+                budget: self.max_disk_bytes,
+            });
+        }
         Ok(Layer::Mapped { first_id, segment })
     }
 

@@ -607,6 +607,18 @@ impl Tree {
         self.ledger.lose_base(relative, true);
     }
 
+    /// Makes the file `relative` unread again and no longer the holder of
+    /// its base id: the scrub found its segment untrustworthy.
+    pub fn read_again(&mut self, relative: &str) {
+        self.lose_base(relative);
+        self.update(relative, |node| node.content = Content::Unread);
+    }
+
+    /// When the file list first saw the stamp `relative` has now.
+    pub fn first_seen(&self, relative: &str) -> Option<SystemTime> {
+        self.get(relative).map(|(_, node)| node.first_seen.time())
+    }
+
     /// Whether the file `relative`, given a base id by the build, still
     /// holds it: its base name then stands for it without a lookup.
     pub fn holds_base(&self, relative: &str) -> bool {

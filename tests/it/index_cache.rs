@@ -14,6 +14,8 @@ use mcp_project_helper::index::cache::RootCache;
 use mcp_project_helper::index::segment::FileRecord;
 use mcp_project_helper::walk::Stamp;
 
+#[cfg(unix)]
+use crate::common::output_within;
 use crate::common::{
     RawServer, Server, TempProject, cli_command, eventually, matches, server_command,
     wait_for_index,
@@ -96,7 +98,8 @@ fn index_status_and_clear_in_the_users_cache_folder() {
         "{empty}"
     );
     assert!(empty.contains("state: empty"), "{empty}");
-    let cache = sandbox.commit_segment(&base, &["lib.rs", "main.rs"]);
+    // The operator's cache_dir gets the same subfolder XDG_CACHE_HOME does.
+    let cache = sandbox.commit_segment(&sandbox.cache_home, &["lib.rs", "main.rs"]);
     let (code, ready, _) = sandbox.index(&["status"]);
     assert_eq!(code, 0);
     assert!(
@@ -223,6 +226,53 @@ impl Scene {
             &self.cache_env(),
         )
         .await
+    }
+
+    /// [`Scene::server`] with more environment variables.
+    async fn server_with(&self, name: &str, env: &[(&str, &str)]) -> Server {
+        let log = self.log(name);
+        let mut all = self.cache_env().to_vec();
+        all.extend_from_slice(env);
+        Server::start_with(
+            &self.project.root,
+            &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+            &all,
+        )
+        .await
+    }
+
+    #[cfg(unix)]
+    /// A server driven with raw lines, its debug log `name.log`.
+    fn raw_server(&self, name: &str) -> RawServer {
+        let log = self.log(name);
+        let mut command = server_command(
+            Some(&self.project.root),
+            &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        );
+        command.env("XDG_CACHE_HOME", self.cache_home.path());
+        RawServer::spawn(command)
+    }
+
+    #[cfg(unix)]
+    /// `index status` for the project, answered within 20 s.
+    fn index_status(&self) -> String {
+        let mut command = cli_command(&["index", "status"]);
+        command
+            .arg("--root")
+            .arg(&self.project.root)
+            .env("XDG_CACHE_HOME", self.cache_home.path());
+        let output = output_within(command, Duration::from_secs(20));
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The root's cache as the library sees it (XDG_CACHE_HOME's folder).
+    fn root_cache(&self) -> RootCache {
+        let config = IndexCacheConfig {
+            cache_dir: Some(self.cache_home.path().to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        RootCache::locate(&config, &self.project.root).unwrap()
     }
 
     /// [`Scene::server`] with the operator config `config` (as `name.toml`).
@@ -642,4 +692,406 @@ async fn a_linked_cache_folder_is_never_used() {
     assert!(!text.contains("files unchanged"), "{text}");
     server.stop().await;
     scanner.stop().await;
+}
+
+// ---- Hostile cache files: each refused before it is read ----
+
+/// The search every hostile-cache test asks, with what a scan answers.
+fn probe() -> Value {
+    json!({"query": "token_3", "max_results": 500})
+}
+
+#[cfg(unix)]
+/// Initializes `raw`, lists its tools and asks [`probe`]: the structured
+/// answer.
+async fn raw_answers(raw: &mut RawServer) -> Value {
+    raw.initialize("2025-06-18").await;
+    raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .await;
+    let tools = raw.recv_id(&json!(1)).await;
+    assert!(
+        tools["result"]["tools"]
+            .as_array()
+            .is_some_and(|tools| !tools.is_empty()),
+        "{tools}"
+    );
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_project_files", "arguments": probe()}}))
+        .await;
+    let answer = raw.recv_id(&json!(2)).await;
+    answer["result"]["structuredContent"].clone()
+}
+
+#[cfg(unix)]
+async fn scanned(scanner: &Server) -> Value {
+    let result = scanner.call("search_project_files", probe()).await;
+    serde_json::to_value(result.structured_content).unwrap()
+}
+
+#[cfg(unix)]
+/// Replaces `path` by what `plant` makes there.
+fn replace_with(path: &Path, plant: impl FnOnce(&Path)) {
+    std::fs::remove_file(path).unwrap();
+    plant(path);
+}
+
+/// A FIFO, a link to a FIFO or a link to a valid copy in the place of the
+/// manifest or a segment is opened without blocking or following and
+/// refused: `index status` answers, the server answers from its first call
+/// (it walks, then rebuilds), and stdin EOF ends it at once, also while its
+/// first call and its build are under way.
+#[cfg(unix)]
+#[tokio::test]
+async fn fifos_and_links_in_the_cache_block_nothing_and_are_never_followed() {
+    let scene = Scene::new(100);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let scanner = scene.scanner().await;
+    let expected = scanned(&scanner).await;
+    let elsewhere = scene.project.outside().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let fifo_elsewhere = elsewhere.join("fifo");
+    crate::common::make_fifo(&fifo_elsewhere);
+    type Plant = fn(&Scene, &Path, &Path) -> PathBuf;
+    let plants: [(&str, &str, Plant); 4] = [
+        (
+            "a FIFO as the manifest",
+            "not a regular file",
+            |scene, _, _| {
+                let manifest = scene.folder().join("manifest");
+                replace_with(&manifest, crate::common::make_fifo);
+                manifest
+            },
+        ),
+        (
+            "a FIFO as a segment",
+            "not a regular file",
+            |scene, _, _| {
+                let segment = scene.segments().remove(0);
+                replace_with(&segment, crate::common::make_fifo);
+                segment
+            },
+        ),
+        (
+            "a link to a FIFO as a segment",
+            "rebuilding",
+            |scene, _, fifo| {
+                let segment = scene.segments().remove(0);
+                replace_with(&segment, |at| std::os::unix::fs::symlink(fifo, at).unwrap());
+                segment
+            },
+        ),
+        (
+            "a link to a valid copy as a segment",
+            "rebuilding",
+            |scene, elsewhere, _| {
+                let segment = scene.segments().remove(0);
+                let copy = elsewhere.join("copy.idx");
+                std::fs::copy(&segment, &copy).unwrap();
+                replace_with(&segment, |at| {
+                    std::os::unix::fs::symlink(&copy, at).unwrap()
+                });
+                segment
+            },
+        ),
+    ];
+    for (round, (what, logged, plant)) in plants.iter().enumerate() {
+        scene.write_cache(&format!("writer{round}")).await;
+        let planted = plant(&scene, &elsewhere, &fifo_elsewhere);
+        // Held, so that no server here writes the cache again: what is
+        // planted stays for every look below.
+        let lock = scene.root_cache().try_lock_writer().unwrap().unwrap();
+        let status = scene.index_status();
+        assert!(status.contains("unusable"), "{what}: {status}");
+
+        // EOF while the first call waits and the build starts.
+        let mut leaving = scene.raw_server(&format!("leaving{round}"));
+        leaving.initialize("2025-06-18").await;
+        leaving
+            .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "search_project_files", "arguments": probe()}}))
+            .await;
+        leaving.finish().await;
+
+        let name = format!("reader{round}");
+        let mut reader = scene.raw_server(&name);
+        assert_eq!(raw_answers(&mut reader).await, expected, "{what}");
+        wait_for_index(&scene.log(&name)).await;
+        let log = log_text(&scene.log(&name));
+        assert!(log.contains(logged), "{what}: {log}");
+        assert!(!log.contains("files unchanged"), "{what}: {log}");
+        reader.finish().await;
+        assert!(
+            std::fs::symlink_metadata(&planted).is_ok(),
+            "{what}: still in place"
+        );
+        drop(lock);
+    }
+    scanner.stop().await;
+}
+
+/// A segment of 16 GiB (sparse: a valid header, then zeros) is more than an
+/// index of the tree can hold: refused before it is checksummed or mapped,
+/// so the server's memory stays small and its answers come at once.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_oversized_sparse_segment_is_refused_unread() {
+    let scene = Scene::new(100);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("writer").await;
+    let segment = scene.segments().remove(0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap()
+        .set_len(16 << 30)
+        .unwrap();
+    let status = scene.index_status();
+    assert!(
+        status.contains("unusable") && status.contains("more than"),
+        "{status}"
+    );
+    let scanner = scene.scanner().await;
+    let mut reader = scene.raw_server("reader");
+    assert_eq!(raw_answers(&mut reader).await, scanned(&scanner).await);
+    wait_for_index(&scene.log("reader")).await;
+    let log = log_text(&scene.log("reader"));
+    assert!(log.contains("more than the"), "{log}");
+    let peak = crate::common::peak_rss_kib(reader.child.id().unwrap());
+    assert!(peak < 512 * 1024, "peak resident memory {peak} KiB");
+    reader.finish().await;
+    scanner.stop().await;
+}
+
+/// A segment others may write (mode 0666) or another user owns is not one
+/// this user's server wrote: refused, rebuilt.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_shared_or_foreign_segment_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new(50);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let scanner = scene.scanner().await;
+    let expected = scanned(&scanner).await;
+    scene.write_cache("writer0").await;
+    let segment = scene.segments().remove(0);
+    std::fs::set_permissions(&segment, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let reader = scene.server("reader0").await;
+    assert_same_answers(&reader, &scanner).await;
+    wait_for_log(&scene.log("reader0"), "index cache: wrote segment").await;
+    let log = log_text(&scene.log("reader0"));
+    assert!(log.contains("mode 666, not 600"), "{log}");
+    reader.stop().await;
+
+    let segment = scene.segments().remove(0);
+    if let Err(error) = std::os::unix::fs::chown(&segment, Some(65534), Some(65534)) {
+        crate::common::needs_root(
+            "a_shared_or_foreign_segment_is_refused (another user's segment)",
+            &error.to_string(),
+        );
+        scanner.stop().await;
+        return;
+    }
+    let mut reader = scene.raw_server("reader1");
+    assert_eq!(raw_answers(&mut reader).await, expected);
+    wait_for_index(&scene.log("reader1")).await;
+    let log = log_text(&scene.log("reader1"));
+    assert!(log.contains("owned by uid 65534"), "{log}");
+    reader.finish().await;
+    scanner.stop().await;
+}
+
+/// Replaces the root's committed segment by one that lists the same files
+/// with the same stamps but none of their trigrams, sealed as a writer
+/// would: it passes every check on opening.
+fn forge_without_postings(scene: &Scene) {
+    let cache = scene.root_cache();
+    let committed = cache.committed().unwrap();
+    assert_eq!(committed.len(), 1);
+    let segment = cache.open_segment(&committed[0], u64::MAX).unwrap();
+    let files: Vec<(String, Stamp)> = (0..segment.file_count())
+        .map(|id| {
+            let file = segment.file(id).unwrap();
+            (file.name.to_string(), file.stamp)
+        })
+        .collect();
+    drop(segment);
+    let records: Vec<FileRecord> = files
+        .iter()
+        .map(|(name, stamp)| FileRecord {
+            name,
+            stamp: *stamp,
+            filter: None,
+        })
+        .collect();
+    let lock = cache.try_lock_writer().unwrap().unwrap();
+    // One list for a trigram no file holds: the rest dropped.
+    let forged = cache
+        .write_segment(&lock, &records, [(0, vec![0u32])])
+        .unwrap();
+    cache.commit(&lock, &[forged]).unwrap();
+}
+
+/// A forged segment (postings dropped, checksums recomputed) gives wrong
+/// answers while it is trusted; the scrub reads indexed files again in idle
+/// time, finds the segment disagrees, drops it, and the answers are the
+/// scan's again; the next session does not serve it.
+#[tokio::test]
+async fn the_scrub_drops_a_resealed_segment_that_lost_its_postings() {
+    let scene = Scene::new(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("writer").await;
+    forge_without_postings(&scene);
+    let scanner = scene.scanner().await;
+    let expected = scanner.ok("search_project_files", probe()).await;
+    assert!(!matches(&expected).is_empty(), "{expected}");
+
+    // Without a scrub (an hour away) the forgery is believed.
+    let trusting = scene
+        .server_with("trusting", &[("MCP_PROJECT_HELPER_SCRUB_MS", "3600000")])
+        .await;
+    wait_for_index(&scene.log("trusting")).await;
+    assert!(log_text(&scene.log("trusting")).contains("201 files unchanged, 0 changed, 0 gone"));
+    let wrong = trusting.ok("search_project_files", probe()).await;
+    assert!(matches(&wrong).is_empty(), "the forgery is served: {wrong}");
+    trusting.stop().await;
+
+    let scrubbed = scene
+        .server_with("scrubbed", &[("MCP_PROJECT_HELPER_SCRUB_MS", "20")])
+        .await;
+    wait_for_log(&scene.log("scrubbed"), "a segment disagrees with").await;
+    let scan = scanner.ok("search_project_files", probe()).await;
+    let mut answer = Value::Null;
+    for _ in 0..100 {
+        answer = scrubbed.ok("search_project_files", probe()).await;
+        if answer == scan {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answer, scan);
+    assert_same_answers(&scrubbed, &scanner).await;
+    scrubbed.stop().await;
+    assert!(
+        scene.root_cache().committed().unwrap().is_empty(),
+        "the forged segment is no longer committed"
+    );
+    scanner.stop().await;
+}
+
+// ---- The disk budget ----
+
+/// A tree whose index alone is larger than `max_disk_mb = 1`: 400 files
+/// of pseudo-random identifiers, so that most trigrams are in many files.
+fn large_index_scene() -> Scene {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
+    let scene = Scene::new(0);
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for file in 0..400 {
+        let mut text = Vec::with_capacity(8 * 1024);
+        while text.len() < 8 * 1024 {
+            // xorshift: the same tree on every run.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push(ALPHABET[(state % ALPHABET.len() as u64) as usize]);
+            if state.is_multiple_of(61) {
+                text.push(b'\n');
+            }
+        }
+        scene.project.write(&format!("gen/f{file}.rs"), text);
+    }
+    scene
+}
+
+fn bytes_under(folder: &Path) -> u64 {
+    std::fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| {
+                    let metadata = std::fs::symlink_metadata(entry.path()).unwrap();
+                    if metadata.is_dir() {
+                        bytes_under(&entry.path())
+                    } else {
+                        metadata.len()
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// `max_disk_mb` bounds the current root too: an index larger than the
+/// budget is not kept on disk (the session keeps it in memory and answers
+/// as a scan does).
+#[tokio::test]
+async fn the_current_root_alone_over_max_disk_mb_keeps_nothing_on_disk() {
+    let scene = large_index_scene();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let server = scene.configured("over", "[index]\nmax_disk_mb = 1\n").await;
+    wait_for_index(&scene.log("over")).await;
+    let log = log_text(&scene.log("over"));
+    assert!(
+        log.contains("more than [index] max_disk_mb (1 MB)"),
+        "{log}"
+    );
+    let bytes = bytes_under(scene.cache_home.path());
+    assert!(bytes <= 1024 * 1024, "the cache holds {bytes} bytes");
+    assert!(scene.segments().is_empty());
+    let scanner = scene.scanner().await;
+    for query in ["a1b", "zz9", "_q_", "0o0o"] {
+        let arguments = json!({"query": query, "max_results": 500});
+        let served = server.call("search_project_files", arguments.clone()).await;
+        let scanned = scanner.call("search_project_files", arguments).await;
+        assert_eq!(
+            served.structured_content, scanned.structured_content,
+            "{query}"
+        );
+    }
+    server.stop().await;
+    scanner.stop().await;
+}
+
+/// Eviction removes only folders the server made: an operator's cache_dir
+/// gets a subfolder of its own, and a folder named like a cache folder but
+/// without the server's marker stays, while another root's old cache goes.
+#[tokio::test]
+async fn eviction_never_removes_a_folder_the_server_did_not_make() {
+    let scene = Scene::new(20);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cache_dir = scene.project.outside().join("operator-cache");
+    let notes = cache_dir.join("notes-0123456789abcdef");
+    let inner_lookalike = cache_dir
+        .join("mcp-project-helper")
+        .join("notes-fedcba9876543210");
+    for folder in [&notes, &inner_lookalike] {
+        std::fs::create_dir_all(folder).unwrap();
+        std::fs::write(folder.join("mine.txt"), vec![b'n'; 2 << 20]).unwrap();
+    }
+    // Another root's cache, made by the server's library, used long ago.
+    let other_root = scene.project.outside().join("other");
+    std::fs::create_dir(&other_root).unwrap();
+    let config = IndexCacheConfig {
+        cache_dir: Some(cache_dir.clone()),
+        ..IndexCacheConfig::default()
+    };
+    let other = RootCache::locate(&config, &dunce::canonicalize(&other_root).unwrap()).unwrap();
+    other.create().unwrap();
+    std::fs::write(other.folder().join("seg-1-1.idx"), vec![0; 2 << 20]).unwrap();
+    let text = format!(
+        "[index]\ncache_dir = {:?}\nmax_disk_mb = 1\n",
+        cache_dir.to_string_lossy()
+    );
+    let server = scene.configured("budget", &text).await;
+    wait_for_log(&scene.log("budget"), "least recently used").await;
+    server.stop().await;
+    assert!(!other.folder().exists(), "another root's old cache goes");
+    for folder in [&notes, &inner_lookalike] {
+        assert_eq!(
+            std::fs::metadata(folder.join("mine.txt")).unwrap().len(),
+            2 << 20,
+            "{} stays",
+            folder.display()
+        );
+    }
 }

@@ -1,11 +1,13 @@
 //! Keeps the cache within `[index] max_disk_mb`: the folders of the roots
 //! used least recently go first, never the current root's, never one whose
-//! writer is at work, never anything this program did not make.
+//! writer is at work, never a folder without this program's marker (see
+//! [`RootCache::create`]). When the current root's folder alone is over the
+//! budget, the writer gives its cache up (`save.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{LOCK, RootCache, USED, is_folder_name};
+use super::{LOCK, RootCache, USED, is_folder_name, is_ours};
 
 /// One root's folder in the base folder.
 struct Candidate {
@@ -28,6 +30,7 @@ pub fn evict_over_budget(current: &RootCache, budget_bytes: u64) -> Vec<PathBuf>
         .flatten()
         .filter(|entry| is_folder_name(&entry.file_name().to_string_lossy()))
         .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .filter(|entry| is_ours(&entry.path()))
         .map(|entry| {
             let path = entry.path();
             Candidate {
@@ -108,10 +111,14 @@ mod tests {
             used.set_modified(epoch + Duration::from_secs(age as u64 * 60))
                 .unwrap();
         }
-        // Not ours: never touched.
-        let stranger = cache_dir.path().join("Documents");
-        std::fs::create_dir(&stranger).unwrap();
-        std::fs::write(stranger.join("big"), vec![0; 4096]).unwrap();
+        // Not ours: never touched, even named as ours are.
+        let base = caches[0].folder().parent().unwrap();
+        let stranger = base.join("Documents");
+        let lookalike = base.join("notes-0123456789abcdef");
+        for folder in [&stranger, &lookalike] {
+            std::fs::create_dir(folder).unwrap();
+            std::fs::write(folder.join("big"), vec![0; 4096]).unwrap();
+        }
         // The oldest is the current root: it stays; the next oldest has a
         // writer at work: it stays too.
         let _writer = caches[1].try_lock_writer().unwrap().unwrap();
@@ -119,7 +126,7 @@ mod tests {
         let removed = evict_over_budget(&caches[0], 2 * one);
         assert_eq!(removed, [caches[2].folder(), caches[3].folder()]);
         assert!(caches[0].folder().exists() && caches[1].folder().exists());
-        assert!(stranger.join("big").exists());
+        assert!(stranger.join("big").exists() && lookalike.join("big").exists());
         assert!(evict_over_budget(&caches[0], 2 * one).is_empty());
     }
 }

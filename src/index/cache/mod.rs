@@ -1,7 +1,8 @@
 //! Where the index is kept between sessions: one folder per canonical
 //! project root inside the user's cache folder (or `[index] cache_dir`),
 //! never inside the root. A folder holds committed segments, the manifest
-//! that names them, a lock file and a mark of its last use.
+//! that names them, a lock file, a mark of its last use and the marker
+//! that says this program made it (eviction removes nothing without it).
 //!
 //! One writer at a time holds the lock; it writes new segments, then
 //! commits them by replacing the manifest atomically. Readers need no
@@ -23,7 +24,10 @@ use sha2::{Digest, Sha256};
 pub use evict::evict_over_budget;
 pub use status::{clear, status};
 
-use super::segment::{FileRecord, Segment, SegmentError, write_segment};
+use super::segment::{
+    FILE_RECORD_BYTES, FileRecord, LOOKUP_BYTES, MAX_NAME_BYTES, Segment, SegmentError,
+    write_segment,
+};
 use crate::config::IndexCacheConfig;
 
 /// The folder inside the user's cache folder.
@@ -31,6 +35,8 @@ pub const APP_FOLDER: &str = "mcp-project-helper";
 const MANIFEST: &str = "manifest";
 const LOCK: &str = "lock";
 const USED: &str = "used";
+/// Written when a folder is created; only folders holding it are evicted.
+const MARKER: &str = "mcp-project-helper-cache";
 const MANIFEST_FIRST_LINE: &str = "mcp-project-helper index 1";
 /// A manifest longer than this is damaged (it names a few segments).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
@@ -53,6 +59,11 @@ pub enum CacheError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "this root's index alone takes more than [index] max_disk_mb ({} MB): its cache is given up and the index kept in memory",
+        budget / (1024 * 1024)
+    )]
+    OverBudget { budget: u64 },
     #[error("manifest damaged: {0}")]
     Manifest(&'static str),
     #[error("{path}: {source}")]
@@ -71,8 +82,10 @@ pub fn base_folder(config: &IndexCacheConfig) -> Result<PathBuf, CacheError> {
     if !config.persist {
         return Err(CacheError::Off);
     }
+    // An operator's folder may hold anything: ours is a subfolder of it,
+    // so that eviction never looks at what the operator keeps there.
     if let Some(dir) = &config.cache_dir {
-        return Ok(dir.clone());
+        return Ok(dir.join(APP_FOLDER));
     }
     // XDG_CACHE_HOME wins wherever it is set (a user who sets it on macOS
     // or Windows means it), then %LOCALAPPDATA% as the variable says, then
@@ -167,12 +180,15 @@ impl RootCache {
 
     /// Creates the folder and the base folder, the user's alone; both must
     /// be real folders of the user's (the base's own parent, such as
-    /// `~/.cache`, may be a link).
+    /// `~/.cache`, may be a link). The folder gets this program's marker.
     pub fn create(&self) -> Result<(), CacheError> {
         if let Some(base) = self.folder.parent() {
             private::create_folder(base).map_err(io_error(base))?;
         }
-        private::create_folder(&self.folder).map_err(io_error(&self.folder))
+        private::create_folder(&self.folder).map_err(io_error(&self.folder))?;
+        let marker = self.folder.join(MARKER);
+        private::open_kept_file(&marker).map_err(io_error(&marker))?;
+        Ok(())
     }
 
     /// The writer's lock, or `None` while another server holds it.
@@ -198,7 +214,7 @@ impl RootCache {
     /// no manifest yet.
     pub fn committed(&self) -> Result<Vec<String>, CacheError> {
         let path = self.folder.join(MANIFEST);
-        let file = match open_no_follow(&path) {
+        let file = match private::open_checked(&path, MAX_MANIFEST_BYTES) {
             Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(error) => return Err(io_error(&path)(error)),
@@ -213,10 +229,12 @@ impl RootCache {
         parse_manifest(&text)
     }
 
-    /// Maps and checks the committed segment `name`.
-    pub fn open_segment(&self, name: &str) -> Result<Segment, CacheError> {
+    /// Maps and checks the committed segment `name`, refused unopened when
+    /// it is larger than `max_bytes` (see [`segment_bound`]).
+    pub fn open_segment(&self, name: &str, max_bytes: u64) -> Result<Segment, CacheError> {
         let path = self.folder.join(name);
-        Segment::open(&path, &self.root).map_err(|source| CacheError::Segment { path, source })
+        let file = private::open_checked(&path, max_bytes).map_err(io_error(&path))?;
+        Segment::open(&file, &self.root).map_err(|source| CacheError::Segment { path, source })
     }
 
     /// Writes a new segment (not yet committed) and returns its name.
@@ -290,12 +308,27 @@ fn resolved(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-fn open_no_follow(path: &Path) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
-    options.open(path)
+/// Whether `folder` is one this program made: a real folder of the
+/// user's holding the marker [`RootCache::create`] writes.
+fn is_ours(folder: &Path) -> bool {
+    std::fs::symlink_metadata(folder).is_ok_and(|metadata| metadata.is_dir())
+        && private::open_checked(&folder.join(MARKER), 0).is_ok()
+}
+
+/// The largest segments of an index of `files` files holding
+/// `content_bytes` of searchable text can take, with room to spare: the
+/// fixed parts, a record and a name of the longest kind per file, and per
+/// byte of text at most one new trigram (its posting, a varint of up to 5
+/// bytes, and its lookup entry) and its filter bits. A segment larger than
+/// this was not written for this tree: it is refused before it is read,
+/// checksummed or mapped.
+pub fn segment_bound(files: u64, content_bytes: u64) -> u64 {
+    const FIXED: u64 = 1 << 20;
+    const PER_FILE: u64 = (FILE_RECORD_BYTES + MAX_NAME_BYTES) as u64;
+    const PER_BYTE: u64 = 5 + LOOKUP_BYTES as u64 + 1;
+    FIXED
+        .saturating_add(files.saturating_mul(PER_FILE))
+        .saturating_add(content_bytes.saturating_mul(PER_BYTE))
 }
 
 fn new_segment_name() -> String {
@@ -405,7 +438,7 @@ mod tests {
             .collect();
         present.sort();
         assert_eq!(present, committed, "{left} and the temporary file go");
-        assert!(cache.open_segment(&committed[0]).is_ok());
+        assert!(cache.open_segment(&committed[0], u64::MAX).is_ok());
     }
 
     #[test]
@@ -444,7 +477,7 @@ mod tests {
         let cache = committed_cache(&config, root.path(), &["a", "b"]);
         let committed = cache.committed().unwrap();
         assert_eq!(committed.len(), 1);
-        let segment = cache.open_segment(&committed[0]).unwrap();
+        let segment = cache.open_segment(&committed[0], u64::MAX).unwrap();
         assert_eq!(segment.postings(42).unwrap(), vec![0, 1]);
         // A killed writer's leftovers: a temporary file and an uncommitted segment.
         std::fs::write(cache.folder().join(".seg-1-2.idx.9.0.tmp"), b"half").unwrap();
@@ -457,7 +490,7 @@ mod tests {
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, [LOCK, MANIFEST, committed[0].as_str()]);
+        assert_eq!(left, [LOCK, MANIFEST, MARKER, committed[0].as_str()]);
     }
 
     #[test]

@@ -62,17 +62,96 @@ pub fn create_new_file(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
-/// Opens (creating it if needed) a file that is kept, such as the lock;
-/// never through a link.
+/// Opens (creating it if needed) a file that is kept empty, such as the
+/// lock; never through a link, never blocking on a FIFO, and then checked
+/// as [`open_checked`] checks.
 pub fn open_kept_file(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
-    options.open(path)
+    #[cfg(windows)]
+    std::os::windows::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
+    );
+    let file = options.open(path)?;
+    check_file(&file, 0)?;
+    Ok(file)
+}
+
+/// Opens an existing cache file for reading, never through a link and
+/// without blocking (a FIFO or device planted in its place opens at once
+/// and is then refused), and checks the open handle before anything is
+/// read or mapped: a regular file of the current user's that no one else
+/// may read or write (mode 0600), of at most `max_bytes`.
+pub fn open_checked(path: &Path, max_bytes: u64) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    #[cfg(windows)]
+    std::os::windows::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT,
+    );
+    let file = options.open(path)?;
+    check_file(&file, max_bytes)?;
+    Ok(file)
+}
+
+/// Why a cache file is refused (the caller's error names the file).
+fn refused(why: impl std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("not a cache file this program wrote: {why}"),
+    )
+}
+
+/// What every cache file must be, checked on its open handle (`fstat`).
+fn check_file(file: &File, max_bytes: u64) -> io::Result<()> {
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(refused("not a regular file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let user = unsafe { libc::geteuid() };
+        if metadata.uid() != user {
+            return Err(refused(format_args!("owned by uid {}", metadata.uid())));
+        }
+        if metadata.mode() & 0o077 != 0 {
+            return Err(refused(format_args!(
+                "mode {:o}, not 600",
+                metadata.mode() & 0o777
+            )));
+        }
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::MetadataExt;
+        let reparse = windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
+        if metadata.file_attributes() & reparse != 0 {
+            return Err(refused("a link (reparse point)"));
+        }
+    }
+    if metadata.len() > max_bytes {
+        return Err(refused(format_args!(
+            "{} bytes, more than the {max_bytes} it can hold",
+            metadata.len()
+        )));
+    }
+    Ok(())
 }
 
 /// A name for a temporary file beside `file_name` in `dir` that no other
@@ -141,6 +220,33 @@ mod tests {
     }
 
     #[test]
+    fn only_the_users_private_regular_files_of_a_possible_size_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomically(dir.path(), "good", b"12345").unwrap();
+        let good = dir.path().join("good");
+        assert!(open_checked(&good, 5).is_ok());
+        let too_large = open_checked(&good, 4).unwrap_err();
+        assert!(
+            too_large.to_string().contains("more than the 4"),
+            "{too_large}"
+        );
+        let fifo = dir.path().join("fifo");
+        crate::test_support::make_fifo(&fifo);
+        // Opened without blocking, then refused.
+        let refused = open_checked(&fifo, u64::MAX).unwrap_err();
+        assert!(
+            refused.to_string().contains("not a regular file"),
+            "{refused}"
+        );
+        assert!(open_kept_file(&fifo).is_err());
+        std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let shared = open_checked(&good, 5).unwrap_err();
+        assert!(shared.to_string().contains("mode 666"), "{shared}");
+        std::fs::create_dir(dir.path().join("folder")).unwrap();
+        assert!(open_checked(&dir.path().join("folder"), u64::MAX).is_err());
+    }
+
+    #[test]
     fn links_are_never_followed() {
         let dir = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
@@ -151,6 +257,7 @@ mod tests {
         std::fs::write(&target, b"keep").unwrap();
         std::os::unix::fs::symlink(&target, dir.path().join("lock")).unwrap();
         assert!(open_kept_file(&dir.path().join("lock")).is_err());
+        assert!(open_checked(&dir.path().join("lock"), u64::MAX).is_err());
         assert!(create_new_file(&dir.path().join("lock")).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
     }

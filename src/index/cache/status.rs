@@ -48,8 +48,10 @@ pub fn status(config: &IndexCacheConfig, root: &Path) -> Result<String, CacheErr
     }
     let mut files = 0u64;
     let mut usable = true;
+    // No segment outgrows the disk budget: its writer gives up first.
+    let max_bytes = config.max_disk_mb.saturating_mul(1024 * 1024);
     for name in &committed {
-        match cache.open_segment(name) {
+        match cache.open_segment(name, max_bytes) {
             Ok(segment) => {
                 files += u64::from(segment.file_count());
                 let _ = writeln!(

@@ -35,6 +35,6 @@ mod format;
 mod read;
 mod write;
 
-pub use format::SegmentError;
+pub use format::{FILE_RECORD_BYTES, LOOKUP_BYTES, MAX_NAME_BYTES, SegmentError};
 pub use read::{FileEntry, Segment};
 pub use write::{FileRecord, FilterBits, write_segment};

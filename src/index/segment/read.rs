@@ -3,7 +3,6 @@
 //! ids of a posting list are checked as it is decoded.
 
 use std::fs::File;
-use std::path::Path;
 
 use memmap2::Mmap;
 
@@ -60,13 +59,13 @@ pub struct FileEntry<'a> {
 }
 
 impl Segment {
-    /// Maps and checks the segment at `path`, which must describe `root`.
-    pub fn open(path: &Path, root: &str) -> Result<Segment, SegmentError> {
-        let file = File::open(path)?;
+    /// Maps and checks the segment open as `file` (opened and checked by
+    /// the cache's one opener), which must describe `root`.
+    pub fn open(file: &File, root: &str) -> Result<Segment, SegmentError> {
         // SAFETY: segments are written once to a temporary file and renamed
         // into place; no writer of this program changes a committed one. The
         // map is read only through checked slices.
-        let map = unsafe { Mmap::map(&file)? };
+        let map = unsafe { Mmap::map(file)? };
         let mut segment = Segment::check(Backing::Mapped(map), root)?;
         segment.drop_resident_pages();
         Ok(segment)
@@ -367,6 +366,7 @@ mod tests {
     use super::*;
     use crate::index::testing::{assert_retains_listed, unfiltered_records};
     use proptest::prelude::*;
+    use std::path::Path;
 
     const ROOT: &str = "/project";
 
@@ -417,7 +417,7 @@ mod tests {
     fn a_written_segment_reads_back_the_same() {
         let names = names(40);
         let (_dir, path, stamp) = sample(&names, 50);
-        let segment = Segment::open(&path, ROOT).unwrap();
+        let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
         assert_eq!(segment.file_count(), 40);
         for (id, name) in names.iter().enumerate() {
             let file = segment.file(id as u32).unwrap();
@@ -437,7 +437,7 @@ mod tests {
             assert!(segment.postings(t * 7 + 1).unwrap().is_empty());
         }
         assert!(matches!(
-            Segment::open(&path, "/elsewhere"),
+            Segment::open(&File::open(&path).unwrap(), "/elsewhere"),
             Err(SegmentError::OtherRoot)
         ));
     }

@@ -33,7 +33,7 @@ pub fn demo_root() -> PathBuf {
 /// from whoever runs the tests.
 /// The server's settings variables: every spawn of the server, directly or
 /// through a host CLI, removes them so the developer's environment cannot leak in.
-pub const SETTINGS_ENV: [&str; 7] = [
+pub const SETTINGS_ENV: [&str; 8] = [
     "MCP_PROJECT_HELPER_ROOT",
     "PROJECT_ROOT",
     "MCP_PROJECT_HELPER_CONFIG",
@@ -41,6 +41,7 @@ pub const SETTINGS_ENV: [&str; 7] = [
     "MCP_PROJECT_HELPER_LOG_FILE",
     "MCP_PROJECT_HELPER_LOG_LEVEL",
     "MCP_PROJECT_HELPER_WATCH",
+    "MCP_PROJECT_HELPER_SCRUB_MS",
 ];
 
 /// Where the servers the tests start keep their index cache: never the
@@ -563,4 +564,54 @@ pub async fn pid_in(root: &Path, file: &str) -> i32 {
     })
     .await;
     pid.expect("pid")
+}
+
+/// Makes a FIFO at `path`: a reader that opens it blocks until a writer
+/// comes, unless it opens without blocking.
+#[cfg(unix)]
+pub fn make_fifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Runs `command` to its end, or kills it after `deadline` and panics: a
+/// command-line answer must come in bounded time.
+#[cfg(unix)]
+pub fn output_within(
+    mut command: std::process::Command,
+    deadline: Duration,
+) -> std::process::Output {
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match receiver.recv_timeout(deadline) {
+        Ok(output) => output.expect("wait"),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+            panic!("{command:?} did not answer within {deadline:?}");
+        }
+    }
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in KiB.
+#[cfg(target_os = "linux")]
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the process's status")
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
 }
