@@ -17,7 +17,7 @@ use super::restore::{Restored, restore};
 use super::save::{SegmentWriter, records};
 use super::scrub::Scrub;
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
-use super::watch::ChangeWatcher;
+use super::watch::{ChangeWatcher, Changes};
 use super::{Shared, State};
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
@@ -94,17 +94,24 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
     }
 }
 
-/// Builds the model in two steps, so that find and list answer from the
-/// file list long before the contents are indexed: walks the root (the
-/// walker's own sorted walk) into the file list and hands it to calls, then
-/// reads and indexes every file on the side and installs the index. `None`
-/// when cancelled, over the memory limit, or the root cannot be walked.
 /// More folders than this and the root is probably not one project: it is
 /// served, with one log line (from the file list the build walks anyway)
 /// about what indexing and watching that many folders costs.
 const MANY_FOLDERS: usize = 10_000;
 
-pub(super) fn build(shared: &Shared) -> Option<()> {
+/// What the build says once the index covers the tree (see
+/// [`keep_indexing`], which logs it).
+pub(super) struct Built {
+    pub(super) summary: String,
+    pub(super) started: Instant,
+}
+
+/// Builds the model in two steps, so that find and list answer from the
+/// file list long before the contents are indexed: walks the root (the
+/// walker's own sorted walk) into the file list and hands it to calls, then
+/// reads and indexes every file on the side and installs the index. `None`
+/// when cancelled, over the memory limit, or the root cannot be walked.
+pub(super) fn build(shared: &Shared) -> Option<Built> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
     let (mut live, listed) = list(shared, &mut pacer)?;
@@ -174,14 +181,14 @@ pub(super) fn build(shared: &Shared) -> Option<()> {
         return None;
     }
     let bytes = live.bytes();
-    tracing::debug!(
-        "index ready: {read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
+    let summary = format!(
+        "{read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
         indexed.bytes_read,
         started.elapsed().as_millis()
     );
     drop(state);
     return_freed_memory();
-    Some(())
+    Some(Built { summary, started })
 }
 
 /// The segment a build starts from.
@@ -205,7 +212,7 @@ fn serve_from_cache(
     mut live: Live,
     listed: Listed,
     from_cache: FromCache,
-) -> Option<()> {
+) -> Option<Built> {
     if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
@@ -270,8 +277,8 @@ fn serve_from_cache(
         }
         _ => return None,
     };
-    tracing::debug!(
-        "index ready: the cache's segments and {} files read cover the tree, in {} ms",
+    let summary = format!(
+        "the cache's segments and {} files read, in {} ms",
         to_read.len(),
         from_cache.started.elapsed().as_millis()
     );
@@ -287,24 +294,36 @@ fn serve_from_cache(
         }
         return_freed_memory();
     }
-    Some(())
+    Some(Built {
+        summary,
+        started: from_cache.started,
+    })
 }
 
 /// Files the background indexing reads between two looks at the model.
 const UNREAD_BATCH: usize = 64;
 
-/// After the build: reads the files calls found changed, off the calls'
-/// path, and gives the model their grams, until the model is dropped or
-/// switched off. Until then such a file is a candidate the searcher
-/// verifies, as the scan would. The model's lock is held only to take a
-/// batch and to hand back what was read; reading yields to calls.
-pub(super) fn keep_indexing(shared: &Shared) {
+/// How often the background looks again at entries whose stamps it could
+/// not trust yet: just over the finest tick's doubt (0.1 s), so that a
+/// file written right before the build is indexed a moment after it.
+const SETTLE_STEP: Duration = Duration::from_millis(120);
+
+/// After the build: reads the files calls found changed, and those whose
+/// stamps were too new to trust once they settle (looked at again on a
+/// timer, not only by the next call), off the calls' path, and gives the
+/// model their grams, until the model is dropped or switched off. Until
+/// then such a file is a candidate the searcher verifies, as the scan
+/// would. Says "index ready" once the index covers the tree. The model's
+/// lock is held only to take a batch and to hand back what was read;
+/// reading yields to calls.
+pub(super) fn keep_indexing(shared: &Shared, built: Built) {
     let root = shared.gate.root();
     let mut pacer = Pacer::default();
     let mut indexer = Indexer::default();
     let mut scrub = Scrub::new(shared);
+    let mut ready = Some(built);
     loop {
-        let Some(batch) = next_unread(shared, &mut indexer, scrub.due()) else {
+        let Some(batch) = next_unread(shared, &mut indexer, scrub.due(), &mut ready) else {
             return;
         };
         if batch.is_empty() {
@@ -360,12 +379,15 @@ pub(super) fn keep_indexing(shared: &Shared) {
 }
 
 /// Waits until files wait for the background indexing and takes a batch,
-/// or until `scrub_due` with nothing to read and no call running (then the
-/// batch is empty); `None` once the model is dropped or switched off.
+/// looking again at entries whose stamps were not trusted yet as they
+/// settle, or until `scrub_due` with nothing to read and no call running
+/// (then the batch is empty); logs `ready` once the index covers the tree.
+/// `None` once the model is dropped or switched off.
 fn next_unread(
     shared: &Shared,
     indexer: &mut Indexer,
     scrub_due: Instant,
+    ready: &mut Option<Built>,
 ) -> Option<Vec<(String, Stamp, SystemTime)>> {
     let mut state = shared.state.lock().ok()?;
     loop {
@@ -379,22 +401,63 @@ fn next_unread(
             indexer.without_filters = live.without_filters;
             return Some(live.tree.unread(UNREAD_BATCH));
         }
+        if live.tree.is_covered()
+            && let Some(built) = ready.take()
+        {
+            tracing::debug!(
+                "index ready: {}, the tree covered in {} ms",
+                built.summary,
+                built.started.elapsed().as_millis()
+            );
+        }
         let now = Instant::now();
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         if now >= scrub_due && !calls {
             return Some(Vec::new());
         }
         // Woken by a call that left files unread, or by the model's drop;
-        // the timeout guards against a missed wake-up and brings the scrub
-        // (once the calls running are done).
+        // the timeout guards against a missed wake-up, brings the scrub
+        // (once the calls running are done), and looks again at stamps not
+        // trusted yet as soon as they can be.
+        let unsettled = live.tree.has_unsettled();
         let wait = if now >= scrub_due {
             Duration::from_millis(100)
         } else {
             scrub_due.saturating_duration_since(now)
         };
+        let wait = if unsettled { wait.min(SETTLE_STEP) } else { wait };
         let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(5));
-        state = shared.unread.wait_timeout(state, wait).ok()?.0;
+        let (mut woken, timeout) = shared.unread.wait_timeout(state, wait).ok()?;
+        // A call in progress looks at them itself.
+        if unsettled && timeout.timed_out() && shared.calls.load(Ordering::Relaxed) == 0 {
+            settle(shared, &mut woken)?;
+        }
+        state = woken;
     }
+}
+
+/// Looks again at the entries whose stamps were not trusted yet, as a call
+/// would: those trusted now become files to read. `None` when that took
+/// the model over its memory limit (it is switched off).
+fn settle(shared: &Shared, state: &mut State) -> Option<()> {
+    let State::Ready(live) = state else {
+        return None;
+    };
+    let changed = live.tree.refresh(Changes::Paths(Vec::new()), &shared.gate);
+    match changed {
+        // The tree changed under the look: the next call sweeps.
+        None => live.sweep_owed = true,
+        Some(changed) if changed > 0 && !live.fits(shared.limit_bytes) => {
+            tracing::info!(
+                "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
+                live.bytes() / (1024 * 1024)
+            );
+            switch_off(state);
+            return None;
+        }
+        Some(_) => {}
+    }
+    Some(())
 }
 
 /// Walks the root into a file list (contents not read yet), with the change

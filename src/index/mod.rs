@@ -87,6 +87,9 @@ struct Shared {
     building: AtomicBool,
     /// Tool calls in progress: the build pauses while there are any.
     calls: AtomicUsize,
+    /// Tool calls started so far: tells one long call from calls that
+    /// keep coming (see [`pacer::Pacer`]).
+    calls_started: AtomicUsize,
     /// The build is serving a committed index from disk: calls wait for
     /// it (a while) rather than scan, and the build does not pause.
     restoring: AtomicBool,
@@ -126,6 +129,7 @@ impl Shared {
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(enabled),
             calls: AtomicUsize::new(0),
+            calls_started: AtomicUsize::new(0),
             restoring: AtomicBool::new(false),
             left_building: Condvar::new(),
             cache: OnceLock::new(),
@@ -239,8 +243,8 @@ impl TreeModel {
                 if !building.restoring.load(Ordering::Acquire) {
                     lower_priority();
                 }
-                let built = build(&building).is_some();
-                if !built {
+                let built = build(&building);
+                if built.is_none() {
                     // What the build dropped on its way out goes back too.
                     return_freed_memory();
                     if let Ok(mut state) = building.state.lock() {
@@ -250,8 +254,8 @@ impl TreeModel {
                 building.restoring.store(false, Ordering::Release);
                 building.left_building.notify_all();
                 building.building.store(false, Ordering::Release);
-                if built {
-                    keep_indexing(&building);
+                if let Some(built) = built {
+                    keep_indexing(&building, built);
                 }
             });
         if spawned.is_err() {
@@ -268,6 +272,7 @@ impl TreeModel {
     /// pauses meanwhile (see [`Pacer`]).
     pub fn busy(&self) -> CallGuard {
         self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        self.shared.calls_started.fetch_add(1, Ordering::Relaxed);
         CallGuard(self.shared.clone())
     }
 
@@ -673,6 +678,45 @@ mod tests {
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
+    }
+
+    #[test]
+    fn files_too_new_to_trust_at_build_time_are_indexed_by_the_background_without_a_call() {
+        let (_dir, root) = crate::security::temp_root(&[
+            ("new.txt", "fresh_word\n".to_string()),
+            ("old.txt", "stale_word\n".to_string()),
+        ]);
+        // A stamp in the future cannot be trusted until a tick after it
+        // was first seen, as a write within a tick of the build.
+        let ahead = std::time::SystemTime::now() + Duration::from_secs(3600);
+        let file = fs::File::options()
+            .write(true)
+            .open(root.join("new.txt"))
+            .unwrap();
+        file.set_modified(ahead).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        let gate = PathGate::new(root, &[]).unwrap();
+        let model = TreeModel::new(&gate, &IndexConfig::default());
+        model.start();
+        wait_until_settled(&model);
+        // No call is made: the settle timer alone reads the file.
+        until(|| {
+            let state = model.shared.state.lock().unwrap();
+            let State::Ready(live) = &*state else {
+                panic!("the model is ready");
+            };
+            live.tree.is_covered()
+                && live
+                    .tree
+                    .get("new.txt")
+                    .is_some_and(|(_, node)| matches!(node.content, Content::Fresh(_)))
+        });
+        let query = ContentQuery::literal;
+        assert_eq!(
+            candidate_names(&model, &gate, &query("fresh_word")),
+            ["new.txt"]
+        );
+        assert!(candidate_names(&model, &gate, &query("stale_word")) == ["old.txt"]);
     }
 
     #[test]

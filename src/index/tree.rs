@@ -601,6 +601,18 @@ impl Tree {
         !self.ledger.unread.is_empty()
     }
 
+    /// Whether some entry's stamp cannot be trusted yet: it is looked at
+    /// again once a tick's doubt has passed (see [`Tree::refresh`]).
+    pub fn has_unsettled(&self) -> bool {
+        !self.ledger.unsettled.is_empty() || !self.root_settled
+    }
+
+    /// Whether the index covers every file of the list: none left for the
+    /// build or the background to read, none with a stamp not trusted yet.
+    pub fn is_covered(&self) -> bool {
+        self.ledger.listed == 0 && !self.has_unread() && !self.has_unsettled()
+    }
+
     /// Marks the file `relative` as no longer holding the base id the build
     /// gave it (see [`Tree::holds_base`]).
     pub fn lose_base(&mut self, relative: &str) {

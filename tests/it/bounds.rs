@@ -426,6 +426,28 @@ async fn a_hostile_gitignore_is_bounded_and_compiled_once() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn cancelled_searches_stop_working() {
+    cancelled_searches_stop_working_on(Written::LongBefore).await;
+}
+
+/// Files written right before the server starts have stamps too new to
+/// trust when the build reads them: the background indexes them once they
+/// settle, before it says "index ready", so that no call starts that work
+/// afterwards.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelled_searches_stop_working_on_files_written_right_before_the_start() {
+    cancelled_searches_stop_working_on(Written::RightBefore).await;
+}
+
+#[cfg(target_os = "linux")]
+#[derive(PartialEq)]
+enum Written {
+    LongBefore,
+    RightBefore,
+}
+
+#[cfg(target_os = "linux")]
+async fn cancelled_searches_stop_working_on(written: Written) {
     let project = TempProject::new();
     let text: String = (0..2000)
         .map(|i| format!("word{i} other words on a line\n"))
@@ -433,10 +455,22 @@ async fn cancelled_searches_stop_working() {
     for i in 0..200 {
         project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
     }
-    // Stamps older than the clock tick, so the build indexes every file:
-    // files it cannot vouch for yet are indexed in the background once a
-    // call finds them settled, which is not the searches' work either.
-    crate::common::let_stamps_settle().await;
+    match written {
+        // Stamps older than the clock tick, so the build indexes every file.
+        Written::LongBefore => crate::common::let_stamps_settle().await,
+        // Stamps the build cannot trust when it reads them, on any machine
+        // however slow: modified "later" than the walk, as a write within
+        // a tick of it looks (a stamp seen unchanged a tick after it was
+        // first seen is trusted).
+        Written::RightBefore => {
+            let ahead = std::time::SystemTime::now() + Duration::from_secs(3600);
+            for i in 0..200 {
+                let path = project.root.join(format!("d{}/f{i:03}.txt", i % 20));
+                let file = std::fs::File::options().write(true).open(path).unwrap();
+                file.set_modified(ahead).unwrap();
+            }
+        }
+    }
     // The index is built first: its work in the background is not the
     // searches' and must not be counted as theirs.
     let log = project.outside().join("server.log");
@@ -445,6 +479,14 @@ async fn cancelled_searches_stop_working() {
     let pid = server.child.id().expect("pid");
     server.initialize("2025-06-18").await;
     wait_for_index(&log).await;
+    // Ready means quiet: no work is left for a call to start.
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = cpu_ticks(pid) - before;
+    assert!(
+        idle <= 2,
+        "{idle} ticks of work after \"index ready\", no call made"
+    );
     // Counting a word on every line: every search reads the whole tree and
     // handles every line.
     let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
@@ -478,6 +520,12 @@ async fn cancelled_searches_stop_working() {
     assert!(
         after_cancel < 3 * one_search + 10,
         "12 cancelled searches used {after_cancel} ticks; one full search uses {one_search}"
+    );
+    // And little in absolute terms: 0.3 CPU-s (Linux counts 100 ticks a
+    // second), whatever one search costs.
+    assert!(
+        after_cancel <= 30,
+        "12 cancelled searches and what they left to do used {after_cancel} ticks"
     );
     let (rest, code) = server.finish().await;
     assert_eq!(code, Some(0));
