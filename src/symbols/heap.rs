@@ -28,12 +28,13 @@ use std::sync::{Condvar, Mutex, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Most a single parse may hold, whatever its file: normal source holds
-/// 13-35 bytes per byte of its file (u-boot's C and Python, Rust crates;
-/// the most in a generated data header), 73 MB for a 2 MiB file.
+/// 17-48 bytes per byte of its file, counted with the allocator's overhead
+/// (u-boot's C and Python, Rust crates; the most in a generated data
+/// header), about 100 MB for a 2 MiB file.
 pub const MAX_PARSE_BYTES: usize = 256 << 20;
-/// Most a parse may hold per byte of its file, thirty times what normal
-/// source holds: a large nested list literal holds about 140, ambiguous
-/// C++ (`a<b<c<…`) over 3,000; past it a parse is stopped.
+/// Most a parse may hold per byte of its file, twenty times what normal
+/// source holds: a large nested list literal holds about 190, ambiguous
+/// C++ (`a<b<c<…`) over 3,000 on its way; past it a parse is stopped.
 pub const MAX_BYTES_PER_SOURCE_BYTE: usize = 1024;
 /// What a parse may hold whatever the size of its file (the parser's own
 /// tables and stacks).
@@ -46,6 +47,9 @@ const WAIT_STEP: Duration = Duration::from_millis(20);
 
 /// Bytes in front of each block: its size, and the alignment malloc gives.
 const HEADER: usize = 16;
+/// What the system allocator keeps beside each block, about: counted, so
+/// that the count of a parse's many small blocks is near what it costs.
+const BLOCK_OVERHEAD: usize = 16;
 
 thread_local! {
     /// Bytes tree-sitter allocated on this thread less those it freed here.
@@ -71,7 +75,8 @@ pub fn install() {
     });
 }
 
-/// Bytes tree-sitter holds on this thread, for a parse to read its growth.
+/// What tree-sitter holds on this thread (blocks and their overhead), for
+/// a parse to read its growth.
 pub fn thread_held() -> isize {
     THREAD_HELD.try_with(Cell::get).unwrap_or(0)
 }
@@ -83,6 +88,13 @@ fn count(bytes: isize) {
 
 fn block_layout(size: usize) -> Option<Layout> {
     Layout::from_size_align(size.checked_add(HEADER)?, HEADER).ok()
+}
+
+/// What a block of `size` bytes for tree-sitter costs: the header, the
+/// rounding to the alignment and the allocator's own bytes.
+fn cost(size: usize) -> isize {
+    let rounded = size.saturating_add(HEADER).saturating_add(HEADER - 1) & !(HEADER - 1);
+    rounded.saturating_add(BLOCK_OVERHEAD) as isize
 }
 
 fn allocate(size: usize, zeroed: bool) -> *mut c_void {
@@ -104,7 +116,7 @@ fn allocate(size: usize, zeroed: bool) -> *mut c_void {
     // what tree-sitter gets.
     unsafe {
         block.cast::<usize>().write(size);
-        count(size as isize);
+        count(cost(size));
         block.add(HEADER).cast()
     }
 }
@@ -149,7 +161,7 @@ unsafe extern "C" fn counted_realloc(pointer: *mut c_void, size: usize) -> *mut 
             return null_mut();
         }
         moved.cast::<usize>().write(size);
-        count(size as isize - old_size as isize);
+        count(cost(size) - cost(old_size));
         moved.add(HEADER).cast()
     }
 }
@@ -163,7 +175,7 @@ unsafe extern "C" fn counted_free(pointer: *mut c_void) {
         let (block, size) = block_of(pointer);
         if let Some(layout) = block_layout(size) {
             System.dealloc(block, layout);
-            count(-(size as isize));
+            count(-cost(size));
         }
     }
 }
