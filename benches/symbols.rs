@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mcp_project_helper::cancel::Cancel;
-use mcp_project_helper::symbols::{self, Language, SymbolKind};
+use mcp_project_helper::symbols::{self, Language, ParseBudget, SymbolKind};
 
 /// (file, name, line): what the two sides are matched on.
 type Tag = (String, String, u64);
@@ -144,7 +144,9 @@ fn ours(files: &[PathBuf]) -> (BTreeMap<Language, Tags>, NameLines, Duration) {
         }
         let started = Instant::now();
         let parsed_as = language.for_source(&source);
-        let Ok(found) = symbols::definitions(parsed_as, &source, &Cancel::never()) else {
+        let Ok(found) =
+            symbols::definitions(parsed_as, &source, &ParseBudget::for_call(&Cancel::never()))
+        else {
             eprintln!("not parsed: {}", file.display());
             continue;
         };
@@ -270,7 +272,11 @@ fn outline_time(files: &[PathBuf]) {
         for _ in 0..21 {
             let cpu = thread_cpu_time();
             let started = Instant::now();
-            let found = symbols::definitions(parsed_as, text.as_bytes(), &Cancel::never());
+            let found = symbols::definitions(
+                parsed_as,
+                text.as_bytes(),
+                &ParseBudget::for_call(&Cancel::never()),
+            );
             times.push(started.elapsed());
             cpu_times.push(thread_cpu_time().zip(cpu).map(|(end, start)| end - start));
             assert!(found.is_ok());

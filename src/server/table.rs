@@ -207,22 +207,26 @@ pub fn find_description() -> String {
 
 pub fn outline_description() -> String {
     format!(
-        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature, parent}} (signature: the first line; parent: the class, impl type or receiver it belongs to, null at the top level). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
-        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
+        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature, parent}} (signature: the first line; parent: the class, impl type or receiver it belongs to, null at the top level). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}. A parse may take {} s and hold {} MiB.",
+        size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES),
+        crate::symbols::CALL_BUDGET.as_secs(),
+        crate::symbols::MAX_PARSE_BYTES >> 20
     )
 }
 
 pub fn definitions_description() -> String {
     format!(
-        "Find where a name (exact, case-sensitive, unqualified) is defined in the project, optionally only of one `kind` or under `path`: {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search; languages as outline_project_file.",
-        definitions::MAX_RESULTS_CAP
+        "Find where a name (exact, case-sensitive, unqualified) is defined in the project, optionally only of one `kind` or under `path`: {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search; languages as outline_project_file. A call parses for at most {} s in all: if that runs out before the page is full it fails, and a narrower `path` helps.",
+        definitions::MAX_RESULTS_CAP,
+        crate::symbols::CALL_BUDGET.as_secs()
     )
 }
 
 pub fn references_description() -> String {
     format!(
-        "Find where an identifier (exact, case-sensitive, unqualified) is used in code across the project, e.g. who calls a function: one entry per line {{file, line, text, in}} (in: the enclosing definition, as Parent.name for a method, null at the top level), sorted by path, then line. Comments, string literals and the definitions themselves are left out; imports count. Name-based, not type-resolved: same-named items in other scopes are listed too. At most {} per call, page with offset. files_without_grammar counts files that hold the word but were not parsed (languages as outline_project_file); use search_project_files for those, for text in comments or strings, or for patterns.",
-        references::MAX_RESULTS_CAP
+        "Find where an identifier (exact, case-sensitive, unqualified) is used in code across the project, e.g. who calls a function: one entry per line {{file, line, text, in}} (in: the enclosing definition, as Parent.name for a method, null at the top level), sorted by path, then line. Comments, string literals and the definitions themselves are left out; imports count. Name-based, not type-resolved: same-named items in other scopes are listed too. At most {} per call, page with offset. files_without_grammar counts files that hold the word but were not parsed (languages as outline_project_file); use search_project_files for those, for text in comments or strings, or for patterns. A call parses for at most {} s in all: if that runs out before the page is full it fails, and a narrower `path` helps.",
+        references::MAX_RESULTS_CAP,
+        crate::symbols::CALL_BUDGET.as_secs()
     )
 }
 
@@ -422,7 +426,11 @@ mod tests {
         );
         described(
             "find_symbol_definitions",
-            format!("at most {} per call", definitions::MAX_RESULTS_CAP),
+            format!(
+                "at most {} per call, page with offset. Same files as search; languages as outline_project_file. A call parses for at most {} s in all",
+                definitions::MAX_RESULTS_CAP,
+                crate::symbols::CALL_BUDGET.as_secs()
+            ),
         );
         described(
             "find_symbol_references",

@@ -8,32 +8,38 @@
 //! out. The walk and the tree are iterative: nesting costs memory in
 //! proportion to the file, never stack.
 //!
-//! Bounded: files over [`MAX_FILE_BYTES`] are not parsed, the parse and
-//! the walk together stop after [`PARSE_BUDGET`] or when the call is
-//! cancelled (the parser's progress callback, then a look every
-//! [`NODES_PER_CHECK`] nodes), names and signatures are cut, and
-//! invalid UTF-8 is read lossily.
+//! Bounded: files over [`MAX_FILE_BYTES`] are not parsed; every parse
+//! goes through [`parse`] with the call's [`ParseBudget`], so the parses
+//! and walks of one call share one deadline ([`CALL_BUDGET`]) and its
+//! cancel flag (the parser's progress callback, then a look every
+//! [`NODES_PER_CHECK`] nodes); the memory a parse holds is counted and
+//! bounded (`heap`); names and signatures are cut, and invalid UTF-8 is
+//! read lossily.
 
+mod heap;
 mod languages;
 pub mod uses;
 
-use std::ops::{ControlFlow, Range};
+use std::mem::ManuallyDrop;
+use std::ops::{ControlFlow, Deref, Range};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tree_sitter::{Node, ParseOptions, Parser, Point};
+use tree_sitter::{Node, ParseOptions, Parser, Point, Tree};
 
 use crate::cancel::Cancel;
+pub use heap::{MAX_BYTES_PER_SOURCE_BYTE, MAX_PARSE_BYTES, MAX_TOTAL_PARSE_BYTES};
+use heap::{Reservation, WaitEnded};
 use languages::Definition;
 pub use languages::{Language, file_ending};
 
 /// Largest file parsed: the search's limit, so both see the same files.
 pub const MAX_FILE_BYTES: u64 = crate::corpus::searchable::MAX_SEARCHED_BYTES;
-/// Longest one file's parse and walk may take, as wall-clock time: a 2 MiB
-/// file of C takes a fraction of it, with room for a machine busy with other
-/// work.
-pub const PARSE_BUDGET: Duration = Duration::from_secs(10);
+/// Longest one call's parses and walks may take together, as wall-clock
+/// time: a 2 MiB file of C takes a fraction of it, with room for a machine
+/// busy with other work.
+pub const CALL_BUDGET: Duration = Duration::from_secs(10);
 /// Signatures (a definition's first line) are cut to this many characters.
 pub const MAX_SIGNATURE_CHARS: usize = 200;
 /// Names are cut to this many characters.
@@ -109,12 +115,78 @@ pub struct Symbol {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("parsing took longer than {} seconds", PARSE_BUDGET.as_secs())]
-    TimedOut,
+    #[error("the call's {}-second parse budget ran out", CALL_BUDGET.as_secs())]
+    OutOfTime,
     #[error("the request was cancelled")]
     Cancelled,
+    /// The parse would hold more than `limit` bytes: its file's share.
+    #[error(
+        "its syntax tree needs more than {} MiB (a parse may hold {} KiB per byte of its file, at most {} MiB)",
+        limit.div_ceil(1 << 20),
+        MAX_BYTES_PER_SOURCE_BYTE / 1024,
+        MAX_PARSE_BYTES >> 20
+    )]
+    TooLarge { limit: usize },
     #[error("the grammar could not be loaded")]
     Grammar,
+}
+
+/// What one call may spend on parsing: made once per call and handed to
+/// every parse and walk of it, so they share one deadline and the call's
+/// cancel flag.
+#[derive(Debug, Clone)]
+pub struct ParseBudget {
+    deadline: Instant,
+    cancel: Cancel,
+}
+
+impl ParseBudget {
+    /// [`CALL_BUDGET`] from now, stopped by `cancel`.
+    pub fn for_call(cancel: &Cancel) -> Self {
+        Self::lasting(CALL_BUDGET, cancel)
+    }
+
+    /// `time` from now, stopped by `cancel`.
+    pub fn lasting(time: Duration, cancel: &Cancel) -> Self {
+        Self {
+            deadline: Instant::now() + time,
+            cancel: cancel.clone(),
+        }
+    }
+
+    /// An error once the call is cancelled or its time has run out.
+    pub fn check(&self) -> Result<(), ParseError> {
+        if self.cancel.is_cancelled() {
+            Err(ParseError::Cancelled)
+        } else if Instant::now() > self.deadline {
+            Err(ParseError::OutOfTime)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A syntax tree, with the parser that made it and its share of the
+/// parse memory; dropping it hands them to the reaper thread, so the
+/// caller never waits for a large tree to be freed.
+pub struct ParsedTree {
+    parsed: ManuallyDrop<(Tree, Parser, Reservation)>,
+}
+
+impl Deref for ParsedTree {
+    type Target = Tree;
+
+    fn deref(&self) -> &Tree {
+        &self.parsed.0
+    }
+}
+
+impl Drop for ParsedTree {
+    fn drop(&mut self) {
+        // SAFETY: `parsed` is taken once, here, and never used again.
+        let parsed = unsafe { ManuallyDrop::take(&mut self.parsed) };
+        heap::discard(Box::new(parsed));
+    }
 }
 
 /// An enclosing definition while the walk is inside it.
@@ -127,26 +199,26 @@ struct Scope {
     symbol: Option<usize>,
 }
 
-/// The definitions in `source`, a file of `language`, in source order.
+/// The definitions in `source`, a file of `language`, in source order,
+/// within the call's `budget`.
 pub fn definitions(
     language: Language,
     source: &[u8],
-    cancel: &Cancel,
+    budget: &ParseBudget,
 ) -> Result<Vec<Symbol>, ParseError> {
-    // One deadline for both: a tree of a million nodes that parsed just
-    // inside the budget must not take as long again to walk.
-    let deadline = Instant::now() + PARSE_BUDGET;
-    let tree = parse(language, source, cancel, deadline)?;
-    definitions_in(language, &tree, source, cancel, deadline)
+    // The walk shares the budget: a tree of a million nodes that parsed
+    // just inside it must not take as long again to walk.
+    let tree = parse(language, source, budget)?;
+    definitions_in(language, &tree, source, budget)
 }
 
-/// The definitions in `tree`, the syntax tree of `source`.
+/// The definitions in `tree`, the syntax tree of `source`, within the
+/// call's `budget`.
 fn definitions_in(
     language: Language,
     tree: &tree_sitter::Tree,
     source: &[u8],
-    cancel: &Cancel,
-    deadline: Instant,
+    budget: &ParseBudget,
 ) -> Result<Vec<Symbol>, ParseError> {
     let mut symbols = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
@@ -156,12 +228,7 @@ fn definitions_in(
     loop {
         visited += 1;
         if visited.is_multiple_of(NODES_PER_CHECK) {
-            if cancel.is_cancelled() {
-                return Err(ParseError::Cancelled);
-            }
-            if Instant::now() > deadline {
-                return Err(ParseError::TimedOut);
-            }
+            budget.check()?;
         }
         let node = cursor.node();
         match language.classify(node, source) {
@@ -250,27 +317,44 @@ fn symbols_level(symbols: &[Symbol], index: usize) -> usize {
     symbols.get(index).map_or(0, |symbol| symbol.level)
 }
 
-/// The syntax tree, by `deadline` and within the cancel flag.
-fn parse(
+/// The syntax tree of `source`, within the call's `budget` and the
+/// memory the file's size allows ([`heap::parse_limit`]). A parse waits
+/// for its share of the process's parse memory first, so large files are
+/// parsed one at a time.
+pub fn parse(
     language: Language,
     source: &[u8],
-    cancel: &Cancel,
-    deadline: Instant,
-) -> Result<tree_sitter::Tree, ParseError> {
+    budget: &ParseBudget,
+) -> Result<ParsedTree, ParseError> {
+    budget.check()?;
+    heap::install();
+    let limit = heap::parse_limit(source.len());
+    let reservation = Reservation::take(limit, budget.deadline, || budget.cancel.is_cancelled())
+        .map_err(|ended| match ended {
+            WaitEnded::Cancelled => ParseError::Cancelled,
+            WaitEnded::OutOfTime => ParseError::OutOfTime,
+        })?;
+    let limit = reservation.bytes();
+    let held_before = heap::thread_held();
+    let over_limit = || heap::thread_held().saturating_sub(held_before) > limit as isize;
     let mut parser = Parser::new();
-    parser
-        .set_language(&language.grammar())
-        .map_err(|_| ParseError::Grammar)?;
+    if parser.set_language(&language.grammar()).is_err() {
+        heap::discard(Box::new((parser, reservation)));
+        return Err(ParseError::Grammar);
+    }
     let mut stopped_by = None;
     let mut progress = |_: &tree_sitter::ParseState| {
-        if cancel.is_cancelled() {
-            stopped_by = Some(ParseError::Cancelled);
-            ControlFlow::Break(())
-        } else if Instant::now() > deadline {
-            stopped_by = Some(ParseError::TimedOut);
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
+        let stop = match budget.check() {
+            Err(error) => Some(error),
+            Ok(()) if over_limit() => Some(ParseError::TooLarge { limit }),
+            Ok(()) => None,
+        };
+        match stop {
+            Some(error) => {
+                stopped_by = Some(error);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
         }
     };
     let length = source.len();
@@ -279,9 +363,21 @@ fn parse(
         None,
         Some(ParseOptions::new().progress_callback(&mut progress)),
     );
+    let stopped_by = stopped_by.unwrap_or(ParseError::OutOfTime);
     match tree {
-        Some(tree) => Ok(tree),
-        None => Err(stopped_by.unwrap_or(ParseError::TimedOut)),
+        // The last steps of a parse (balancing the tree) may still grow it.
+        Some(tree) if over_limit() => {
+            heap::discard(Box::new((tree, parser, reservation)));
+            Err(ParseError::TooLarge { limit })
+        }
+        Some(tree) => Ok(ParsedTree {
+            parsed: ManuallyDrop::new((tree, parser, reservation)),
+        }),
+        None => {
+            // A stopped parser keeps its state to resume: the reaper frees it.
+            heap::discard(Box::new((parser, reservation)));
+            Err(stopped_by)
+        }
     }
 }
 

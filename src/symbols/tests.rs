@@ -1,12 +1,17 @@
 use super::*;
 use SymbolKind::*;
 
+/// A call's budget that nobody cancels.
+fn unbounded() -> ParseBudget {
+    ParseBudget::for_call(&Cancel::never())
+}
+
 /// (kind, name, line, end_line, parent) of each definition in `source`.
 fn symbols(
     language: Language,
     source: &str,
 ) -> Vec<(SymbolKind, String, u64, u64, Option<String>)> {
-    definitions(language, source.as_bytes(), &Cancel::never())
+    definitions(language, source.as_bytes(), &unbounded())
         .expect("parsed")
         .into_iter()
         .map(|s| (s.kind, s.name, s.line, s.end_line, s.parent))
@@ -30,7 +35,7 @@ fn row(
 }
 
 fn signatures(language: Language, source: &str) -> Vec<String> {
-    definitions(language, source.as_bytes(), &Cancel::never())
+    definitions(language, source.as_bytes(), &unbounded())
         .expect("parsed")
         .into_iter()
         .map(|s| s.signature)
@@ -262,7 +267,7 @@ spd_check(int a)
 	return 0;
 }
 ";
-    let found = definitions(Language::C, source.as_bytes(), &Cancel::never()).expect("parsed");
+    let found = definitions(Language::C, source.as_bytes(), &unbounded()).expect("parsed");
     let names: Vec<(&str, u64, u64)> = found
         .iter()
         .map(|s| (s.name.as_str(), s.line, s.name_line))
@@ -429,7 +434,7 @@ fn csharp_namespaces_types_and_members() {
 fn nesting_levels_and_parent_indexes() {
     let source =
         "class A:\n    class B:\n        def f(self):\n            pass\n\ndef g():\n    pass\n";
-    let found = definitions(Language::Python, source.as_bytes(), &Cancel::never()).unwrap();
+    let found = definitions(Language::Python, source.as_bytes(), &unbounded()).unwrap();
     let shape: Vec<_> = found
         .iter()
         .map(|s| (s.name.as_str(), s.level, s.parent_index))
@@ -449,13 +454,13 @@ fn nesting_levels_and_parent_indexes() {
 fn hostile_sources_parse_within_bounds() {
     // Deep nesting: tens of thousands of levels, no stack overflow.
     let deep = format!("x = {}1{}\n", "[".repeat(50_000), "]".repeat(50_000));
-    assert!(definitions(Language::Python, deep.as_bytes(), &Cancel::never()).is_ok());
+    assert!(definitions(Language::Python, deep.as_bytes(), &unbounded()).is_ok());
     let deep_c = format!(
         "int f() {{ {}{} }}\n",
         "{".repeat(50_000),
         "}".repeat(50_000)
     );
-    let found = definitions(Language::C, deep_c.as_bytes(), &Cancel::never()).unwrap();
+    let found = definitions(Language::C, deep_c.as_bytes(), &unbounded()).unwrap();
     assert_eq!(found[0].name, "f");
     // (Python's grammar follows indentation up to about 500 levels.)
     let nested_classes: String = (0..400)
@@ -463,19 +468,14 @@ fn hostile_sources_parse_within_bounds() {
         .collect::<String>()
         + &" ".repeat(400)
         + "pass\n";
-    let found = definitions(
-        Language::Python,
-        nested_classes.as_bytes(),
-        &Cancel::never(),
-    )
-    .unwrap();
+    let found = definitions(Language::Python, nested_classes.as_bytes(), &unbounded()).unwrap();
     assert_eq!(found.len(), 400);
     assert_eq!(found[399].level, 399);
     assert_eq!(found[399].parent.as_deref(), Some("C398"));
     // A huge line: names and signatures are cut.
     let long_name = "a".repeat(100_000);
     let huge = format!("fn {long_name}() {{}} {}\n", "fn b() {} ".repeat(10_000));
-    let found = definitions(Language::Rust, huge.as_bytes(), &Cancel::never()).unwrap();
+    let found = definitions(Language::Rust, huge.as_bytes(), &unbounded()).unwrap();
     assert_eq!(found.len(), 10_001);
     assert_eq!(found[0].name.chars().count(), MAX_NAME_CHARS);
     assert!(
@@ -486,7 +486,7 @@ fn hostile_sources_parse_within_bounds() {
     // Invalid UTF-8 and NUL bytes are read lossily.
     let mut invalid = b"def caf\xe9():\n    pass\nclass \xff\xfe\x00:\n    pass\n".to_vec();
     invalid.extend_from_slice(b"def ok():\n    pass\n");
-    let found = definitions(Language::Python, &invalid, &Cancel::never()).unwrap();
+    let found = definitions(Language::Python, &invalid, &unbounded()).unwrap();
     assert!(found.iter().any(|s| s.name == "ok"), "{found:?}");
 }
 
@@ -496,7 +496,121 @@ fn a_cancelled_parse_stops() {
     cancel.cancel();
     let source = "fn f() {}\n".repeat(50_000);
     assert_eq!(
-        definitions(Language::Rust, source.as_bytes(), &cancel),
+        definitions(
+            Language::Rust,
+            source.as_bytes(),
+            &ParseBudget::for_call(&cancel)
+        ),
         Err(ParseError::Cancelled)
     );
+}
+
+/// C++ whose `<` may open a template or compare, on every token: the
+/// parser keeps several readings alive at once, and its state grows to
+/// over 3 KB per byte of the file.
+pub(crate) fn ambiguous_cpp(bytes: usize) -> String {
+    let mut source = String::from("int x = ");
+    while source.len() < bytes {
+        source.push_str("a<b<c<d<");
+    }
+    source.push_str(";\n");
+    source
+}
+
+#[test]
+fn a_parse_over_its_memory_share_is_stopped() {
+    let source = ambiguous_cpp(20_000);
+    let limit = heap::parse_limit(source.len());
+    assert_eq!(limit, source.len() * MAX_BYTES_PER_SOURCE_BYTE + (4 << 20));
+    assert_eq!(
+        definitions(Language::Cpp, source.as_bytes(), &unbounded()),
+        Err(ParseError::TooLarge { limit })
+    );
+    let message = ParseError::TooLarge { limit }.to_string();
+    assert!(
+        message.contains("needs more than 24 MiB")
+            && message.contains("1 KiB per byte of its file, at most 256 MiB"),
+        "{message}"
+    );
+    // Normal code of the same size holds a small part of its share.
+    let normal = "int f(int a) { return a < 2 ? a : f(a - 1); }\n".repeat(450);
+    assert!(definitions(Language::Cpp, normal.as_bytes(), &unbounded()).is_ok());
+    assert_eq!(heap::parse_limit(2 << 20), MAX_PARSE_BYTES);
+}
+
+#[test]
+fn one_budget_is_shared_by_every_parse_of_a_call() {
+    let source = "fn f() {}\n";
+    let spent = ParseBudget::lasting(Duration::ZERO, &Cancel::never());
+    std::thread::sleep(Duration::from_millis(2));
+    assert_eq!(
+        definitions(Language::Rust, source.as_bytes(), &spent).map(|found| found.len()),
+        Err(ParseError::OutOfTime)
+    );
+    let budget = ParseBudget::lasting(Duration::from_millis(200), &Cancel::never());
+    assert_eq!(
+        definitions(Language::Rust, source.as_bytes(), &budget).map(|found| found.len()),
+        Ok(1)
+    );
+    // The next file of the same call finds the call's time gone.
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(
+        definitions(Language::Rust, source.as_bytes(), &budget).map(|found| found.len()),
+        Err(ParseError::OutOfTime)
+    );
+}
+
+/// Tests that take the whole pool, one at a time: two of them each holding
+/// half of it would wait for each other.
+static WHOLE_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn parses_that_would_not_fit_together_wait_for_the_pool() {
+    let _alone = WHOLE_POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let deadline = || Instant::now() + Duration::from_secs(30);
+    let first = heap::Reservation::take(MAX_PARSE_BYTES, deadline(), || false).unwrap();
+    let second = heap::Reservation::take(MAX_PARSE_BYTES, deadline(), || false).unwrap();
+    // The pool is full: a third waits until its deadline or its cancel.
+    let soon = Instant::now() + Duration::from_millis(50);
+    assert_eq!(
+        heap::Reservation::take(1, soon, || false).map(|r| r.bytes()),
+        Err(heap::WaitEnded::OutOfTime)
+    );
+    assert_eq!(
+        heap::Reservation::take(1, deadline(), || true).map(|r| r.bytes()),
+        Err(heap::WaitEnded::Cancelled)
+    );
+    let waiting = std::thread::spawn(move || {
+        heap::Reservation::take(MAX_PARSE_BYTES, deadline(), || false).map(|r| r.bytes())
+    });
+    drop(first);
+    assert_eq!(waiting.join().unwrap(), Ok(MAX_PARSE_BYTES));
+    drop(second);
+}
+
+#[test]
+fn a_stopped_parse_leaves_its_state_to_the_reaper() {
+    // The parser a stopped parse leaves is not freed on the caller's
+    // thread (its count stays grown) but by the reaper.
+    let source = ambiguous_cpp(20_000);
+    let held_before = heap::thread_held();
+    let outcome = parse(Language::Cpp, source.as_bytes(), &unbounded());
+    assert!(matches!(outcome, Err(ParseError::TooLarge { .. })));
+    let grown = heap::thread_held() - held_before;
+    assert!(
+        grown > (20 << 20),
+        "the parse held {grown} bytes when it was stopped"
+    );
+    // Its share of the pool comes back once the reaper has freed it: the
+    // whole pool can be taken again.
+    let _alone = WHOLE_POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let whole: Vec<_> = (0..MAX_TOTAL_PARSE_BYTES / MAX_PARSE_BYTES)
+        .map(|_| heap::Reservation::take(MAX_PARSE_BYTES, deadline, || false))
+        .collect();
+    assert!(whole.iter().all(Result::is_ok), "{whole:?}");
 }

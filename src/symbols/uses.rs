@@ -12,17 +12,15 @@
 //! to the grammar, so it is read as C tokens, without its comments and
 //! literals.
 //!
-//! Bounded like the outline: one deadline for the parse and both walks,
-//! the cancel flag looked at every [`super::NODES_PER_CHECK`] nodes, an
+//! Bounded like the outline: the call's [`ParseBudget`] for the parse and
+//! both walks (looked at every [`super::NODES_PER_CHECK`] nodes), an
 //! iterative walk (nesting costs no stack), lines cut.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
 use tree_sitter::Node;
 
-use super::{Language, NODES_PER_CHECK, PARSE_BUDGET, ParseError, Symbol, cut};
-use crate::cancel::Cancel;
+use super::{Language, NODES_PER_CHECK, ParseBudget, ParseError, Symbol, cut};
 
 /// A use's line is shown up to this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
@@ -89,12 +87,11 @@ pub fn uses(
     language: Language,
     source: &[u8],
     name: &str,
-    cancel: &Cancel,
+    budget: &ParseBudget,
 ) -> Result<Vec<Use>, ParseError> {
-    let deadline = Instant::now() + PARSE_BUDGET;
-    let tree = super::parse(language, source, cancel, deadline)?;
-    let definitions = super::definitions_in(language, &tree, source, cancel, deadline)?;
-    let starts = spelled_at(tree.root_node(), source, name.as_bytes(), cancel, deadline)?;
+    let tree = super::parse(language, source, budget)?;
+    let definitions = super::definitions_in(language, &tree, source, budget)?;
+    let starts = spelled_at(tree.root_node(), source, name.as_bytes(), budget)?;
     Ok(by_line(source, &starts, &definitions))
 }
 
@@ -103,8 +100,7 @@ fn spelled_at(
     root: Node<'_>,
     source: &[u8],
     name: &[u8],
-    cancel: &Cancel,
-    deadline: Instant,
+    budget: &ParseBudget,
 ) -> Result<Vec<usize>, ParseError> {
     let mut found = Vec::new();
     let mut cursor = root.walk();
@@ -112,12 +108,7 @@ fn spelled_at(
     loop {
         visited += 1;
         if visited.is_multiple_of(NODES_PER_CHECK) {
-            if cancel.is_cancelled() {
-                return Err(ParseError::Cancelled);
-            }
-            if Instant::now() > deadline {
-                return Err(ParseError::TimedOut);
-            }
+            budget.check()?;
         }
         let node = cursor.node();
         let range = node.byte_range();

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, Document, Outcome, Reader};
-use crate::symbols::{self, Language, ParseError, SymbolKind};
+use crate::symbols::{self, Language, ParseBudget, ParseError, SymbolKind};
 use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -64,7 +64,7 @@ pub struct DefinitionsOutput {
     pub count: usize,
     /// True when more definitions exist past this page: call again with a higher offset.
     pub truncated: bool,
-    /// Present when files that hold the name could not be parsed (too slow to parse), naming some of them.
+    /// Present when files that hold the name could not be parsed (their syntax trees need more memory than a parse may hold), naming some of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -110,12 +110,26 @@ struct Found {
     /// Definitions before `offset`, counted only.
     skipped: usize,
     unparsed: Vec<String>,
+    /// Files parsed, for the message when the budget runs out.
+    parsed: usize,
+    /// The file the call's parse budget ran out on.
+    out_of_time: Option<String>,
 }
 
 pub fn find_definitions(
     corpus: &Corpus<'_>,
     input: &DefinitionsInput,
     cancel: &Cancel,
+) -> Result<DefinitionsOutput, ToolError> {
+    look_up(corpus, input, cancel, &ParseBudget::for_call(cancel))
+}
+
+/// The lookup, its parses and walks within `budget`.
+fn look_up(
+    corpus: &Corpus<'_>,
+    input: &DefinitionsInput,
+    cancel: &Cancel,
+    budget: &ParseBudget,
 ) -> Result<DefinitionsOutput, ToolError> {
     let name = input.name.as_str();
     ToolError::check_size("name", name, MAX_NAME_CHARS)?;
@@ -142,7 +156,7 @@ pub fn find_definitions(
         name,
         kind: input.kind,
         finder: memchr::memmem::Finder::new(name.as_bytes()),
-        cancel,
+        budget,
     };
     let mut found = Found::default();
     corpus
@@ -153,6 +167,11 @@ pub fn find_definitions(
             |name| Language::of_path(name).is_some(),
             &reader,
             |file: FileDefinitions| {
+                if file.out_of_time.is_some() {
+                    found.out_of_time = file.out_of_time;
+                    return ControlFlow::Break(());
+                }
+                found.parsed += usize::from(file.parsed);
                 found.unparsed.extend(file.unparsed);
                 for definition in file.definitions {
                     if found.page.len() >= wanted {
@@ -173,15 +192,32 @@ pub fn find_definitions(
         )
         .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
+    if let Some(last) = &found.out_of_time {
+        return Err(out_of_time(name, &found, last));
+    }
     Ok(assemble(name, found, max_results))
 }
 
+/// The answer when the call's parse budget ran out before the page was
+/// full: the definitions found so far may not be all there are before the
+/// page's end, so none are given as if they were.
+fn out_of_time(name: &str, found: &Found, last: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "looking up '{name}' ran out of the {}-second parse budget after parsing {} file(s) that hold the name, before '{last}'; give a narrower path (a folder or one file), or use search_project_files to find the name as text",
+        symbols::CALL_BUDGET.as_secs(),
+        found.parsed
+    ))
+}
+
 /// What one file gave: its definitions of the name, in line order, or its
-/// name when it could not be parsed.
+/// name when it could not be parsed or the call's budget ran out on it.
 #[derive(Debug, Default, Clone)]
 struct FileDefinitions {
     definitions: Vec<SymbolDefinition>,
+    /// The file was parsed.
+    parsed: bool,
     unparsed: Option<String>,
+    out_of_time: Option<String>,
 }
 
 impl Outcome for FileDefinitions {
@@ -196,7 +232,9 @@ impl Outcome for FileDefinitions {
                     ..definition.clone()
                 })
                 .collect(),
+            parsed: self.parsed,
             unparsed: self.unparsed.as_ref().map(|_| file.clone()),
+            out_of_time: self.out_of_time.as_ref().map(|_| file.clone()),
         })
     }
 
@@ -215,7 +253,7 @@ struct Parser<'a> {
     name: &'a str,
     kind: Option<SymbolKind>,
     finder: memchr::memmem::Finder<'a>,
-    cancel: &'a Cancel,
+    budget: &'a ParseBudget,
 }
 
 impl Reader for Parser<'_> {
@@ -233,14 +271,20 @@ impl Reader for Parser<'_> {
             return FileDefinitions::default();
         }
         let language = language.for_source(source);
-        let definitions = match symbols::definitions(language, source, self.cancel) {
+        let definitions = match symbols::definitions(language, source, self.budget) {
             Ok(definitions) => definitions,
             // The call ends as cancelled once the scan returns.
             Err(ParseError::Cancelled) => return FileDefinitions::default(),
-            Err(_) => {
+            Err(ParseError::OutOfTime) => {
                 return FileDefinitions {
-                    definitions: Vec::new(),
+                    out_of_time: Some(file.to_string()),
+                    ..FileDefinitions::default()
+                };
+            }
+            Err(ParseError::TooLarge { .. } | ParseError::Grammar) => {
+                return FileDefinitions {
                     unparsed: Some(file.to_string()),
+                    ..FileDefinitions::default()
                 };
             }
         };
@@ -261,7 +305,8 @@ impl Reader for Parser<'_> {
             .collect();
         FileDefinitions {
             definitions,
-            unparsed: None,
+            parsed: true,
+            ..FileDefinitions::default()
         }
     }
 }
@@ -284,9 +329,10 @@ fn assemble(name: &str, found: Found, max_results: usize) -> DefinitionsOutput {
             .collect::<Vec<_>>()
             .join(", ");
         output.note = Some(format!(
-            "{} file(s) holding the name could not be parsed within {} seconds each and are not in the answer: {shown}; search_project_files finds the name in them",
+            "{} file(s) holding the name could not be parsed (a parse may hold {} KiB per byte of its file, at most {} MiB) and are not in the answer: {shown}; search_project_files finds the name in them",
             found.unparsed.len(),
-            symbols::PARSE_BUDGET.as_secs()
+            symbols::MAX_BYTES_PER_SOURCE_BYTE / 1024,
+            symbols::MAX_PARSE_BYTES >> 20
         ));
     }
     let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);
@@ -507,5 +553,49 @@ mod tests {
         cancel.cancel();
         let outcome = find_definitions(&Corpus::walked(&gate), &input("f"), &cancel);
         assert!(matches!(outcome, Err(ToolError::Cancelled)));
+    }
+
+    #[test]
+    fn a_lookup_out_of_time_says_so_and_how_to_narrow() {
+        let (_dir, gate) =
+            temp_project(&[("a.py", "def f(): pass\n"), ("b.py", "def f(): pass\n")]);
+        let spent = ParseBudget::lasting(std::time::Duration::ZERO, &Cancel::never());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let error = look_up(
+            &Corpus::walked(&gate),
+            &input("f"),
+            &Cancel::never(),
+            &spent,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            error,
+            "looking up 'f' ran out of the 10-second parse budget after parsing 0 file(s) that hold the name, before 'a.py'; give a narrower path (a folder or one file), or use search_project_files to find the name as text"
+        );
+    }
+
+    #[test]
+    fn files_whose_parse_needs_too_much_memory_are_named_in_a_note() {
+        let mut ambiguous = String::from("int f;\nint x = ");
+        while ambiguous.len() < 20_000 {
+            ambiguous.push_str("a<b<c<d<");
+        }
+        ambiguous.push_str(";\n");
+        let (_dir, gate) = temp_project(&[
+            ("a/ambiguous.cpp", ambiguous.as_str()),
+            ("b/plain.c", "int f(void) { return 0; }\n"),
+        ]);
+        let output = find(&gate, &input("f"));
+        assert_eq!(
+            found(&output),
+            vec![("b/plain.c".to_string(), 1, SymbolKind::Function, None)]
+        );
+        assert_eq!(
+            output.note.as_deref(),
+            Some(
+                "1 file(s) holding the name could not be parsed (a parse may hold 1 KiB per byte of its file, at most 256 MiB) and are not in the answer: a/ambiguous.cpp; search_project_files finds the name in them"
+            )
+        );
     }
 }

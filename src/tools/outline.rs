@@ -8,7 +8,7 @@ use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::corpus::searchable::{MAX_SEARCHED_BYTES, SNIFF_BYTES, looks_binary, read_searchable};
 use crate::security::PathGate;
-use crate::symbols::{self, Language, ParseError, Symbol, SymbolKind};
+use crate::symbols::{self, Language, ParseBudget, ParseError, Symbol, SymbolKind};
 
 /// Largest answer as JSON text: about 25,000 tokens, a few thousand symbols.
 pub const MAX_RESULT_CHARS: usize = 100_000;
@@ -140,7 +140,8 @@ pub fn outline(
     }
     ToolError::check_cancel(cancel)?;
     let language = language.for_source(source);
-    let found = symbols::definitions(language, source, cancel).map_err(|error| match error {
+    let budget = ParseBudget::for_call(cancel);
+    let found = symbols::definitions(language, source, &budget).map_err(|error| match error {
         ParseError::Cancelled => ToolError::Cancelled,
         other => ToolError::invalid(format!(
             "cannot outline '{relative}': {other}; use search_project_files or read_project_file with a line range"

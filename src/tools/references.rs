@@ -17,7 +17,7 @@ use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, Document, Outcome, Reader};
 use crate::symbols::uses::{self, Use};
-use crate::symbols::{self, Language, ParseError};
+use crate::symbols::{self, Language, ParseBudget, ParseError};
 use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -66,7 +66,7 @@ pub struct ReferencesOutput {
     pub files_without_grammar: usize,
     /// Lines that use the name, sorted by file path, then line; one per line.
     pub references: Vec<Reference>,
-    /// Present when files that hold the name could not be parsed (too slow to parse), naming some of them.
+    /// Present when files that hold the name could not be parsed (their syntax trees need more memory than a parse may hold), naming some of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -112,12 +112,26 @@ struct Found {
     skipped: usize,
     without_grammar: usize,
     unparsed: Vec<String>,
+    /// Files parsed, for the message when the budget runs out.
+    parsed: usize,
+    /// The file the call's parse budget ran out on.
+    out_of_time: Option<String>,
 }
 
 pub fn find_references(
     corpus: &Corpus<'_>,
     input: &ReferencesInput,
     cancel: &Cancel,
+) -> Result<ReferencesOutput, ToolError> {
+    look_up(corpus, input, cancel, &ParseBudget::for_call(cancel))
+}
+
+/// The lookup, its parses and walks within `budget`.
+fn look_up(
+    corpus: &Corpus<'_>,
+    input: &ReferencesInput,
+    cancel: &Cancel,
+    budget: &ParseBudget,
 ) -> Result<ReferencesOutput, ToolError> {
     let name = input.name.as_str();
     ToolError::check_size("name", name, MAX_NAME_CHARS)?;
@@ -143,7 +157,7 @@ pub fn find_references(
     let reader = UseReader {
         name,
         finder: memchr::memmem::Finder::new(name.as_bytes()),
-        cancel,
+        budget,
     };
     let mut found = Found::default();
     corpus
@@ -154,6 +168,11 @@ pub fn find_references(
             |_| true,
             &reader,
             |file: FileUses| {
+                if file.out_of_time.is_some() {
+                    found.out_of_time = file.out_of_time;
+                    return ControlFlow::Break(());
+                }
+                found.parsed += usize::from(file.parsed);
                 found.without_grammar += usize::from(file.without_grammar());
                 found.unparsed.extend(file.unparsed);
                 for reference in file.references {
@@ -175,7 +194,21 @@ pub fn find_references(
         )
         .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
+    if let Some(last) = &found.out_of_time {
+        return Err(out_of_time(name, &found, last));
+    }
     Ok(assemble(name, found, max_results))
+}
+
+/// The answer when the call's parse budget ran out before the page was
+/// full: the uses found so far may not be all there are before the page's
+/// end, so none are given as if they were.
+fn out_of_time(name: &str, found: &Found, last: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "looking for uses of '{name}' ran out of the {}-second parse budget after parsing {} file(s) that hold the name, before '{last}'; give a narrower path (a folder or one file), or use search_project_files to find the name as text",
+        symbols::CALL_BUDGET.as_secs(),
+        found.parsed
+    ))
 }
 
 /// What one file gave: its uses of the name in line order, or its name
@@ -187,7 +220,10 @@ struct FileUses {
     holds_word: bool,
     /// The language of the name it was read under.
     language: Option<Language>,
+    /// The file was parsed.
+    parsed: bool,
     unparsed: Option<String>,
+    out_of_time: Option<String>,
 }
 
 impl FileUses {
@@ -213,6 +249,7 @@ impl Outcome for FileUses {
                 })
                 .collect(),
             unparsed: self.unparsed.as_ref().map(|_| file.clone()),
+            out_of_time: self.out_of_time.as_ref().map(|_| file.clone()),
             ..self.clone()
         })
     }
@@ -233,7 +270,7 @@ impl Outcome for FileUses {
 struct UseReader<'a> {
     name: &'a str,
     finder: memchr::memmem::Finder<'a>,
-    cancel: &'a Cancel,
+    budget: &'a ParseBudget,
 }
 
 impl Reader for UseReader<'_> {
@@ -256,11 +293,17 @@ impl Reader for UseReader<'_> {
             return named;
         };
         let language = language.for_source(source);
-        let found = match uses::uses(language, source, self.name, self.cancel) {
+        let found = match uses::uses(language, source, self.name, self.budget) {
             Ok(found) => found,
             // The call ends as cancelled once the scan returns.
             Err(ParseError::Cancelled) => return FileUses::default(),
-            Err(_) => {
+            Err(ParseError::OutOfTime) => {
+                return FileUses {
+                    out_of_time: Some(file.to_string()),
+                    ..named
+                };
+            }
+            Err(ParseError::TooLarge { .. } | ParseError::Grammar) => {
                 return FileUses {
                     unparsed: Some(file.to_string()),
                     ..named
@@ -277,6 +320,7 @@ impl Reader for UseReader<'_> {
                     within,
                 })
                 .collect(),
+            parsed: true,
             ..named
         }
     }
@@ -301,9 +345,10 @@ fn assemble(name: &str, found: Found, max_results: usize) -> ReferencesOutput {
             .collect::<Vec<_>>()
             .join(", ");
         output.note = Some(format!(
-            "{} file(s) holding the name could not be parsed within {} seconds each and are not in the answer: {shown}; search_project_files finds the name in them",
+            "{} file(s) holding the name could not be parsed (a parse may hold {} KiB per byte of its file, at most {} MiB) and are not in the answer: {shown}; search_project_files finds the name in them",
             found.unparsed.len(),
-            symbols::PARSE_BUDGET.as_secs()
+            symbols::MAX_BYTES_PER_SOURCE_BYTE / 1024,
+            symbols::MAX_PARSE_BYTES >> 20
         ));
     }
     let mut budget = JsonBudget::new(MAX_RESULT_CHARS, &output);

@@ -1045,3 +1045,220 @@ async fn churn_on_the_same_files_gives_its_memory_back() {
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
 }
+
+// The symbol tools: one parse budget per call, parse memory bounded,
+// cancellation that does not wait for a tree to be freed.
+
+/// `bytes` of C++ whose `<` may open a template or compare, on every
+/// token: the parser keeps several readings alive, and its state grows to
+/// over 3 KB per byte of the file.
+#[cfg(target_os = "linux")]
+fn ambiguous_cpp(first_line: &str, bytes: usize) -> String {
+    let mut source = format!("{first_line}\nint x = ");
+    while source.len() < bytes {
+        source.push_str("a<b<c<d<");
+    }
+    source.push_str(";\n");
+    source
+}
+
+/// The server's peak resident memory so far, in MiB.
+#[cfg(target_os = "linux")]
+fn peak_mib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM") / 1024
+}
+
+/// The documented bound on what all parses hold at once (512 MiB), with
+/// room for the allocator's own overhead.
+#[cfg(target_os = "linux")]
+const PARSE_PEAK_BOUND_MIB: u64 = 640;
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_definitions_call_over_large_ambiguous_cpp_stays_within_its_budget() {
+    let project = TempProject::new();
+    for i in 0..12 {
+        project.write(
+            &format!("src/f{i:02}.cpp"),
+            ambiguous_cpp("int wanted_name = 1;", 1 << 20),
+        );
+    }
+    let mut server = RawServer::start(&project.root, &[]);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    server
+        .send(&call(1, "list_project_directory", json!({})))
+        .await;
+    server.recv_id(&json!(1)).await;
+    let before = peak_mib(pid);
+    let started = std::time::Instant::now();
+    server
+        .send(&call(
+            2,
+            "find_symbol_definitions",
+            json!({"name": "wanted_name"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(2)).await;
+    let took = started.elapsed();
+    let grown = peak_mib(pid).saturating_sub(before);
+    eprintln!("twelve 1 MB ambiguous files: answered in {took:?}, peak grew {grown} MiB");
+    let result = &answer["result"];
+    // Each file's parse passes its 256 MiB share and is named in the note,
+    // or the call's ten seconds run out first on a slow machine.
+    if result["isError"] == true {
+        let message = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(
+                "looking up 'wanted_name' ran out of the 10-second parse budget after parsing "
+            ) && message.contains("give a narrower path"),
+            "{message}"
+        );
+    } else {
+        let out = &result["structuredContent"];
+        assert_eq!(out["count"], 0, "{out}");
+        let note = out["note"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("12 file(s) holding the name could not be parsed (a parse may hold 1 KiB per byte of its file, at most 256 MiB)"),
+            "{out}"
+        );
+    }
+    // One budget for the call: twelve files once took 143.7 s.
+    assert!(
+        took < 3 * Duration::from_secs(10),
+        "the call took {took:?} against a budget of 10 s"
+    );
+    assert!(
+        grown < PARSE_PEAK_BOUND_MIB,
+        "the call's parses grew the server's peak by {grown} MiB"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_outline_of_deeply_nested_python_lists_stays_under_the_memory_bound() {
+    let project = TempProject::new();
+    let depth = (1 << 20) - 8;
+    project.write(
+        "nested.py",
+        format!("x = {}{}\n", "[".repeat(depth), "]".repeat(depth)),
+    );
+    // A normal file just under the 2 MiB cap is not refused.
+    let mut normal = String::new();
+    let mut i = 0;
+    while normal.len() < (2 << 20) - 100 {
+        normal.push_str(&format!(
+            "def f{i}(a, b):\n    return [a, b, {{'k': {i}}}]\n\n"
+        ));
+        i += 1;
+    }
+    project.write("normal.py", &normal);
+    let mut server = RawServer::start(&project.root, &[]);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    server
+        .send(&call(1, "list_project_directory", json!({})))
+        .await;
+    server.recv_id(&json!(1)).await;
+    let before = peak_mib(pid);
+    server
+        .send(&call(
+            2,
+            "outline_project_file",
+            json!({"path": "nested.py"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(2)).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "cannot outline 'nested.py': its syntax tree needs more than 256 MiB (a parse may hold 1 KiB per byte of its file, at most 256 MiB); use search_project_files or read_project_file with a line range"
+    );
+    let grown = peak_mib(pid).saturating_sub(before);
+    eprintln!("2 MB of nested lists: peak grew {grown} MiB");
+    // It once took 1.56 GB.
+    assert!(
+        grown < PARSE_PEAK_BOUND_MIB / 2,
+        "the outline grew the server's peak by {grown} MiB"
+    );
+    server
+        .send(&call(
+            3,
+            "outline_project_file",
+            json!({"path": "normal.py"}),
+        ))
+        .await;
+    let answer = server.recv_id(&json!(3)).await;
+    let out = &answer["result"]["structuredContent"];
+    assert_eq!(out["symbols"][0]["name"], "f0", "{answer}");
+    assert_eq!(out["truncated"], true, "{out}");
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelling_a_slow_parse_stops_its_work_at_once() {
+    let project = TempProject::new();
+    // Seconds of parsing within the memory bound: a call each C++ reads
+    // as a declaration or an expression.
+    let mut slow = String::from("void f() {\n");
+    while slow.len() < (2 << 20) - 100 {
+        slow.push_str("  T(x)(y)(z) ;\n");
+    }
+    slow.push_str("}\n");
+    project.write("slow.cpp", &slow);
+    crate::common::let_stamps_settle().await;
+    // The index is built first: its work is not the parse's.
+    let log = project.outside().join("server.log");
+    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = RawServer::start(&project.root, &log_args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
+    server
+        .send(&call(
+            1,
+            "outline_project_file",
+            json!({"path": "slow.cpp"}),
+        ))
+        .await;
+    // Until the parse is well under way.
+    let busy_from = cpu_ticks(pid);
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while cpu_ticks(pid) < busy_from + 100 && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.send(&cancel(1)).await;
+    let cancelled = std::time::Instant::now();
+    server
+        .send(&call(2, "list_project_directory", json!({})))
+        .await;
+    let answer = server.recv_id(&json!(2)).await;
+    let answered = cancelled.elapsed();
+    assert_eq!(answer["result"]["structuredContent"]["status"], "success");
+    // What the server does once the cancelled parse has stopped: freeing
+    // its state on the side, then nothing.
+    let after_cancel = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let spent = cpu_ticks(pid) - after_cancel;
+    // Freeing what the stopped parse held (at most 256 MiB) takes a
+    // fraction of that; a parse going on would take all of it.
+    assert!(
+        spent < 30,
+        "the server used {spent} ticks in the 2 s after a cancelled parse"
+    );
+    assert!(
+        answered < Duration::from_secs(2),
+        "the next call was answered {answered:?} after the cancel"
+    );
+    eprintln!("next call answered {answered:?} after the cancel; {spent} ticks after");
+    let (rest, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+    assert!(
+        !rest.contains("\"id\":1,"),
+        "cancelled call answered: {rest}"
+    );
+}

@@ -18,7 +18,7 @@ async fn outline_or_over_budget(server: &Server, path: &str) -> Option<Value> {
         assert_eq!(
             text_of(&result),
             format!(
-                "cannot outline '{path}': parsing took longer than 10 seconds; use search_project_files or read_project_file with a line range"
+                "cannot outline '{path}': the call's 10-second parse budget ran out; use search_project_files or read_project_file with a line range"
             )
         );
         return None;

@@ -1,8 +1,14 @@
 use super::*;
+use crate::cancel::Cancel;
+
+/// A call's budget that nobody cancels.
+fn unbounded() -> ParseBudget {
+    ParseBudget::for_call(&Cancel::never())
+}
 
 /// (line, in) of each use of `name` in `source`.
 fn found(language: Language, source: &str, name: &str) -> Vec<(u64, Option<String>)> {
-    uses(language, source.as_bytes(), name, &Cancel::never())
+    uses(language, source.as_bytes(), name, &unbounded())
         .expect("parsed")
         .into_iter()
         .map(|found| (found.line, found.within))
@@ -234,7 +240,7 @@ namespace Shop {
 #[test]
 fn one_entry_per_line_with_the_line_shown() {
     let source = "fn f() { g(); g(); }\n\tfn h() { g() }\n";
-    let all = uses(Language::Rust, source.as_bytes(), "g", &Cancel::never()).unwrap();
+    let all = uses(Language::Rust, source.as_bytes(), "g", &unbounded()).unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].text, "fn f() { g(); g(); }");
     // Tabs and other control characters read as spaces.
@@ -248,7 +254,7 @@ fn a_long_line_shows_the_use() {
         Language::JavaScript,
         source.as_bytes(),
         "target",
-        &Cancel::never(),
+        &unbounded(),
     )
     .unwrap();
     assert_eq!(all.len(), 1);
@@ -278,7 +284,7 @@ fn deep_nesting_and_a_cancelled_parse_are_bounded() {
         Language::JavaScript,
         deep.as_bytes(),
         "target",
-        &Cancel::never(),
+        &unbounded(),
     )
     .unwrap();
     assert_eq!(all.len(), 1);
@@ -286,7 +292,12 @@ fn deep_nesting_and_a_cancelled_parse_are_bounded() {
     cancel.cancel();
     let source = "fn f() { g() }\n".repeat(50_000);
     assert_eq!(
-        uses(Language::Rust, source.as_bytes(), "g", &cancel),
+        uses(
+            Language::Rust,
+            source.as_bytes(),
+            "g",
+            &ParseBudget::for_call(&cancel)
+        ),
         Err(ParseError::Cancelled)
     );
 }

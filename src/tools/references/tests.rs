@@ -144,3 +144,46 @@ fn a_cancelled_lookup_stops() {
     let outcome = find_references(&Corpus::walked(&gate), &input("f"), &cancel);
     assert!(matches!(outcome, Err(ToolError::Cancelled)));
 }
+
+#[test]
+fn a_lookup_out_of_time_says_so_and_how_to_narrow() {
+    let (_dir, gate) = temp_project(&[("a.py", "f()\n"), ("b.py", "f()\n")]);
+    let spent = ParseBudget::lasting(std::time::Duration::ZERO, &Cancel::never());
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let error = look_up(
+        &Corpus::walked(&gate),
+        &input("f"),
+        &Cancel::never(),
+        &spent,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        error,
+        "looking for uses of 'f' ran out of the 10-second parse budget after parsing 0 file(s) that hold the name, before 'a.py'; give a narrower path (a folder or one file), or use search_project_files to find the name as text"
+    );
+}
+
+#[test]
+fn files_whose_parse_needs_too_much_memory_are_named_in_a_note() {
+    let mut ambiguous = String::from("int y = f;\nint x = ");
+    while ambiguous.len() < 20_000 {
+        ambiguous.push_str("a<b<c<d<");
+    }
+    ambiguous.push_str(";\n");
+    let (_dir, gate) = temp_project(&[
+        ("a/ambiguous.cpp", ambiguous.as_str()),
+        ("b/plain.c", "int g(void) { return f(); }\n"),
+    ]);
+    let output = find(&gate, &input("f"));
+    assert_eq!(
+        places(&output),
+        vec![("b/plain.c".to_string(), 1, Some("g".to_string()))]
+    );
+    assert_eq!(
+        output.note.as_deref(),
+        Some(
+            "1 file(s) holding the name could not be parsed (a parse may hold 1 KiB per byte of its file, at most 256 MiB) and are not in the answer: a/ambiguous.cpp; search_project_files finds the name in them"
+        )
+    );
+}
