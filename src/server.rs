@@ -1,4 +1,4 @@
-//! The protocol layer: registers the eight tools, hands each call to its
+//! The protocol layer: registers the nine tools, hands each call to its
 //! module under `tools/`, converts the result, and logs one line per call.
 //! The table in [`table`] says how each tool is listed.
 
@@ -37,6 +37,7 @@ use crate::tools::find::{FindInput, FindOutput};
 use crate::tools::list::{ListInput, ListOutput};
 use crate::tools::outline::{OutlineInput, OutlineOutput};
 use crate::tools::read::{ReadInput, ReadOutput};
+use crate::tools::references::{ReferencesInput, ReferencesOutput};
 use crate::tools::search::{SearchInput, SearchOutput};
 use crate::tools::{self, ToolError};
 use crate::transport::json_lines;
@@ -45,7 +46,7 @@ use table::ToolTable;
 const INSTRUCTIONS: &str = "Tools over ONE project directory. Paths are relative to the project \
 root and use '/'. Typical flow: search_project_files or find_project_files to locate code, then \
 read_project_file with start_line/end_line; outline_project_file for the definitions in a \
-source file and their lines, find_symbol_definitions for where a name is defined; list_project_directory to see the layout; get_docs \
+source file and their lines, find_symbol_definitions for where a name is defined, find_symbol_references for where it is used; list_project_directory to see the layout; get_docs \
 for the project's Markdown docs; run_project_check to run a whitelisted check such as the tests. \
 Secrets (.env, keys, .git) are never readable.";
 
@@ -205,6 +206,27 @@ impl ProjectHelper {
             &context,
             DefinitionsOutput::log_summary,
             move |p, cancel| tools::definitions::find_definitions(&p.corpus(), &input, cancel),
+        )
+        .await
+    }
+
+    #[tool(
+        description = table::references_description(),
+        annotations(title = "Find symbol references", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn find_symbol_references(
+        &self,
+        ToolName(tool): ToolName,
+        Parameters(input): Parameters<ReferencesInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<ReferencesOutput>, String> {
+        let params = input.log_params();
+        self.call(
+            tool,
+            params,
+            &context,
+            ReferencesOutput::log_summary,
+            move |p, cancel| tools::references::find_references(&p.corpus(), &input, cancel),
         )
         .await
     }

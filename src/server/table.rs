@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::ProjectHelper;
 use crate::project::Project;
-use crate::tools::{check, definitions, docs, find, list, outline, read, search};
+use crate::tools::{check, definitions, docs, find, list, outline, read, references, search};
 
 /// One tool's row.
 struct ToolRow {
@@ -85,6 +85,12 @@ impl ToolTable {
                 None,
             ),
             row(
+                ProjectHelper::find_symbol_references_tool_attr,
+                REFERENCES_RESULT_CHARS,
+                first_error::<references::ReferencesInput>,
+                None,
+            ),
+            row(
                 ProjectHelper::get_docs_tool_attr,
                 DOCS_RESULT_CHARS,
                 first_error::<docs::DocsInput>,
@@ -145,6 +151,7 @@ const FIND_RESULT_CHARS: u64 = find::MAX_RESULT_CHARS as u64;
 const DOCS_RESULT_CHARS: u64 = docs::MAX_RESULT_CHARS as u64;
 const OUTLINE_RESULT_CHARS: u64 = outline::MAX_RESULT_CHARS as u64;
 const DEFINITIONS_RESULT_CHARS: u64 = definitions::MAX_RESULT_CHARS as u64;
+const REFERENCES_RESULT_CHARS: u64 = references::MAX_RESULT_CHARS as u64;
 
 /// Two streams of `output_chars`, each character escaped to at most six
 /// (`\u001b`), plus the check name (bounded) and the other fields.
@@ -200,7 +207,7 @@ pub fn find_description() -> String {
 
 pub fn outline_description() -> String {
     format!(
-        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature}} (signature: the first line). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
+        "Outline one source file (up to {}): its definitions in source order, nested as children, each {{kind, name, line, end_line, signature, parent}} (signature: the first line; parent: the class, impl type or receiver it belongs to, null at the top level). Then read only the lines you need with read_project_file. Languages: {LANGUAGES}.",
         size_text(crate::corpus::searchable::MAX_SEARCHED_BYTES)
     )
 }
@@ -209,6 +216,13 @@ pub fn definitions_description() -> String {
     format!(
         "Find where a name (exact, case-sensitive, unqualified) is defined in the project, optionally only of one `kind` or under `path`: {{file, line, end_line, kind, name, parent, signature}} sorted by path, then line; at most {} per call, page with offset. Same files as search; languages as outline_project_file.",
         definitions::MAX_RESULTS_CAP
+    )
+}
+
+pub fn references_description() -> String {
+    format!(
+        "Find where an identifier (exact, case-sensitive, unqualified) is used in code across the project, e.g. who calls a function: one entry per line {{file, line, text, in}} (in: the enclosing definition, as Parent.name for a method, null at the top level), sorted by path, then line. Comments, string literals and the definitions themselves are left out; imports count. Name-based, not type-resolved: same-named items in other scopes are listed too. At most {} per call, page with offset. files_without_grammar counts files that hold the word but were not parsed (languages as outline_project_file); use search_project_files for those, for text in comments or strings, or for patterns.",
+        references::MAX_RESULTS_CAP
     )
 }
 
@@ -341,7 +355,7 @@ mod tests {
             .into_iter()
             .map(|tool| tool.name.to_string())
             .collect();
-        assert_eq!(listed.len(), 8);
+        assert_eq!(listed.len(), 9);
         listed.sort_unstable();
         registered.sort_unstable();
         assert_eq!(listed, registered);
@@ -411,6 +425,10 @@ mod tests {
             format!("at most {} per call", definitions::MAX_RESULTS_CAP),
         );
         described(
+            "find_symbol_references",
+            format!("At most {} per call", references::MAX_RESULTS_CAP),
+        );
+        described(
             "outline_project_file",
             format!(
                 "(up to {})",
@@ -430,6 +448,7 @@ mod tests {
         );
         assert!(hint_of("outline_project_file") >= outline::MAX_RESULT_CHARS as u64);
         assert!(hint_of("find_symbol_definitions") >= definitions::MAX_RESULT_CHARS as u64);
+        assert!(hint_of("find_symbol_references") >= references::MAX_RESULT_CHARS as u64);
         let output_chars = crate::config::DEFAULT_OUTPUT_CHARS as u64;
         assert!(hint_of("run_project_check") >= 4 * output_chars);
         // The check's hint follows the operator's output cap.

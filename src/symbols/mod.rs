@@ -15,8 +15,9 @@
 //! invalid UTF-8 is read lossily.
 
 mod languages;
+pub mod uses;
 
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -100,6 +101,10 @@ pub struct Symbol {
     pub parent_index: Option<usize>,
     /// Nesting: 0 at the top, one more per enclosing symbol.
     pub level: usize,
+    /// Bytes of the whole definition in the source.
+    pub bytes: Range<usize>,
+    /// Bytes of the name in the source.
+    pub name_bytes: Range<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -132,6 +137,17 @@ pub fn definitions(
     // inside the budget must not take as long again to walk.
     let deadline = Instant::now() + PARSE_BUDGET;
     let tree = parse(language, source, cancel, deadline)?;
+    definitions_in(language, &tree, source, cancel, deadline)
+}
+
+/// The definitions in `tree`, the syntax tree of `source`.
+fn definitions_in(
+    language: Language,
+    tree: &tree_sitter::Tree,
+    source: &[u8],
+    cancel: &Cancel,
+    deadline: Instant,
+) -> Result<Vec<Symbol>, ParseError> {
     let mut symbols = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     let mut cursor = tree.walk();
@@ -188,6 +204,8 @@ pub fn definitions(
                             parent: parent.clone(),
                             parent_index,
                             level,
+                            bytes: node.byte_range(),
+                            name_bytes: name.byte_range(),
                         });
                     }
                     if let Some(symbol) = symbols.get(first) {

@@ -1,4 +1,4 @@
-//! The eight tools. Each module takes plain Rust inputs and returns a plain
+//! The nine tools. Each module takes plain Rust inputs and returns a plain
 //! output struct (serialized as the tool's `structuredContent`) or a
 //! [`ToolError`], whose one-line message tells the model what was wrong and
 //! what is allowed.
@@ -10,6 +10,7 @@ pub mod find;
 pub mod list;
 pub mod outline;
 pub mod read;
+pub mod references;
 pub mod search;
 
 use crate::cancel::Cancel;

@@ -49,6 +49,8 @@ pub struct OutlineSymbol {
     pub end_line: u64,
     /// The definition's first line, cut to 200 characters.
     pub signature: String,
+    /// What it belongs to (class, impl type, receiver, namespace …), as find_symbol_definitions reports it; null at the top level.
+    pub parent: Option<String>,
     /// Definitions inside this one, in source order.
     #[schemars(schema_with = "children_schema")]
     pub children: Vec<OutlineSymbol>,
@@ -62,8 +64,8 @@ fn children_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         "type": "array",
         "items": {
             "type": "object",
-            "description": "A member definition with the same fields: kind, name, line, end_line, signature, children.",
-            "required": ["kind", "name", "line", "end_line", "signature", "children"]
+            "description": "A member definition with the same fields: kind, name, line, end_line, signature, parent, children.",
+            "required": ["kind", "name", "line", "end_line", "signature", "parent", "children"]
         }
     })
 }
@@ -172,6 +174,7 @@ fn leaf(symbol: &Symbol) -> OutlineSymbol {
         line: symbol.line,
         end_line: symbol.end_line,
         signature: symbol.signature.clone(),
+        parent: symbol.parent.clone(),
         children: Vec::new(),
     }
 }
@@ -244,9 +247,81 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"status":"success","file":"demo_app/models.py","language":"python","count":3,"truncated":false,
-             "symbols":[{"kind":"class","name":"Product","line":7,"end_line":10,"signature":"class Product:","children":[]},
-              {"kind":"class","name":"Order","line":14,"end_line":20,"signature":"class Order:",
-               "children":[{"kind":"method","name":"total","line":18,"end_line":20,"signature":"def total(self) -> float:","children":[]}]}]})
+             "symbols":[{"kind":"class","name":"Product","line":7,"end_line":10,"signature":"class Product:","parent":null,"children":[]},
+              {"kind":"class","name":"Order","line":14,"end_line":20,"signature":"class Order:","parent":null,
+               "children":[{"kind":"method","name":"total","line":18,"end_line":20,"signature":"def total(self) -> float:","parent":"Order","children":[]}]}]})
+        );
+    }
+
+    /// (name, parent) of every symbol, depth first.
+    fn parents(symbols: &[OutlineSymbol]) -> Vec<(String, Option<String>)> {
+        symbols
+            .iter()
+            .flat_map(|symbol| {
+                std::iter::once((symbol.name.clone(), symbol.parent.clone()))
+                    .chain(parents(&symbol.children))
+            })
+            .collect()
+    }
+
+    fn pair(name: &str, parent: Option<&str>) -> (String, Option<String>) {
+        (name.to_string(), parent.map(str::to_string))
+    }
+
+    #[test]
+    fn every_symbol_says_whose_it_is() {
+        let rust = "struct A;\nstruct B;\nimpl A { fn new() -> A { A } }\nimpl B { fn new() -> B { B } }\nimpl std::fmt::Display for A {\n    fn fmt(&self) {}\n}\nfn free() {}\n";
+        let go = "package p\ntype Point struct{ X int }\nfunc (p *Point) Norm() int { return 0 }\nfunc Free() {}\n";
+        let cpp = "class A {\n  public:\n    void f();\n};\nvoid A::f() {}\nvoid g() {}\n";
+        let (_dir, gate) = temp_project(&[
+            ("demo_app/models.py", MODELS),
+            ("a.rs", rust),
+            ("p.go", go),
+            ("a.cpp", cpp),
+        ]);
+        let of = |path: &str| {
+            parents(
+                &outline(&gate, &input(path), &Cancel::never())
+                    .unwrap()
+                    .symbols,
+            )
+        };
+        assert_eq!(
+            of("a.rs"),
+            vec![
+                pair("A", None),
+                pair("B", None),
+                pair("new", Some("A")),
+                pair("new", Some("B")),
+                pair("fmt", Some("A")),
+                pair("free", None),
+            ]
+        );
+        assert_eq!(
+            of("p.go"),
+            vec![
+                pair("Point", None),
+                pair("X", Some("Point")),
+                pair("Norm", Some("Point")),
+                pair("Free", None),
+            ]
+        );
+        assert_eq!(
+            of("a.cpp"),
+            vec![
+                pair("A", None),
+                pair("f", Some("A")),
+                pair("f", Some("A")),
+                pair("g", None),
+            ]
+        );
+        assert_eq!(
+            of("demo_app/models.py"),
+            vec![
+                pair("Product", None),
+                pair("Order", None),
+                pair("total", Some("Order")),
+            ]
         );
     }
 
