@@ -186,6 +186,7 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
 
 /// A server on `root` with a private index cache, once its index is ready.
 fn ready_server(root: &Path, work: &Path, ready_wait: Duration) -> Session {
+    std::fs::create_dir_all(work).expect("create the server's folder");
     let cache = work.join("index-cache");
     let config = work.join("server.toml");
     std::fs::write(
