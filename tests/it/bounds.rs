@@ -489,6 +489,67 @@ async fn cancelled_searches_stop_working() {
     }
 }
 
+/// A reference lookup parses every file that holds the name: cancelled, it
+/// stops parsing.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelled_reference_lookups_stop_working() {
+    let project = TempProject::new();
+    // The name in a comment only: every file is parsed, none gives a use.
+    let source: String = (0..2000)
+        .map(|i| format!("/* needle */ static int f{i}(int x) {{ return g(x) + {i}; }}\n"))
+        .collect();
+    for i in 0..100 {
+        project.write(&format!("d{}/f{i:03}.c", i % 10), &source);
+    }
+    crate::common::let_stamps_settle().await;
+    let log = project.outside().join("server.log");
+    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = RawServer::start(&project.root, &log_args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
+    let lookup = json!({"name": "needle"});
+    let before = cpu_ticks(pid);
+    server
+        .send(&call(1, "find_symbol_references", lookup.clone()))
+        .await;
+    let answer = server.recv_id(&json!(1)).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["count"], 0,
+        "{answer}"
+    );
+    let one_lookup = cpu_ticks(pid) - before;
+
+    let before = cpu_ticks(pid);
+    for id in 10..22 {
+        server
+            .send(&call(id, "find_symbol_references", lookup.clone()))
+            .await;
+        server.send(&cancel(id)).await;
+    }
+    server
+        .send(&call(99, "list_project_directory", json!({})))
+        .await;
+    let answer = server.recv_id(&json!(99)).await;
+    assert_eq!(answer["result"]["structuredContent"]["status"], "success");
+    let settle = Duration::from_millis((one_lookup * 10 * 12).max(2000));
+    tokio::time::sleep(settle).await;
+    let after_cancel = cpu_ticks(pid) - before;
+    assert!(
+        after_cancel < 3 * one_lookup + 10,
+        "12 cancelled lookups used {after_cancel} ticks; one full lookup uses {one_lookup}"
+    );
+    let (rest, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+    for id in 10..22 {
+        assert!(
+            !rest.contains(&format!("\"id\":{id},")),
+            "cancelled call {id} answered after the fact: {rest}"
+        );
+    }
+}
+
 // Ignored files on request.
 
 #[tokio::test]

@@ -19,6 +19,7 @@ mod packaging;
 mod process;
 mod protocol;
 mod read;
+mod references;
 mod roots;
 mod schemas;
 mod search;

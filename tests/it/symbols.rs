@@ -60,10 +60,136 @@ async fn the_demo_outline_is_the_spec_example() {
     assert_eq!(
         out,
         json!({"status":"success","file":"demo_app/models.py","language":"python","count":3,"truncated":false,
-         "symbols":[{"kind":"class","name":"Product","line":7,"end_line":10,"signature":"class Product:","children":[]},
-          {"kind":"class","name":"Order","line":14,"end_line":20,"signature":"class Order:",
-           "children":[{"kind":"method","name":"total","line":18,"end_line":20,"signature":"def total(self) -> float:","children":[]}]}]})
+         "symbols":[{"kind":"class","name":"Product","line":7,"end_line":10,"signature":"class Product:","parent":null,"children":[]},
+          {"kind":"class","name":"Order","line":14,"end_line":20,"signature":"class Order:","parent":null,
+           "children":[{"kind":"method","name":"total","line":18,"end_line":20,"signature":"def total(self) -> float:","parent":"Order","children":[]}]}]})
     );
+    server.stop().await;
+}
+
+/// (name, line, parent) of every outline symbol, depth first.
+fn outline_parents(symbols: &Value) -> Vec<(String, u64, String)> {
+    symbols
+        .as_array()
+        .expect("symbols")
+        .iter()
+        .flat_map(|symbol| {
+            let own = (
+                symbol["name"].as_str().unwrap().to_string(),
+                symbol["line"].as_u64().unwrap(),
+                symbol["parent"].as_str().unwrap_or("-").to_string(),
+            );
+            std::iter::once(own).chain(outline_parents(&symbol["children"]))
+        })
+        .collect()
+}
+
+/// Each language family's way of saying whose a method is: an enclosing
+/// class, a Rust `impl` (a trait's included), a Go receiver, C++'s `A::`.
+/// The outline gives every symbol the parent find_symbol_definitions gives
+/// the same definition.
+#[tokio::test]
+async fn outline_parents_are_those_of_the_definitions() {
+    let project = TempProject::new();
+    project
+        .write(
+            "shapes.rs",
+            "pub struct A;\npub struct B;\nimpl A {\n    pub fn new() -> A { A }\n}\nimpl B {\n    pub fn new() -> B { B }\n}\nimpl std::fmt::Display for A {\n    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result { Ok(()) }\n}\npub fn free() {}\n",
+        )
+        .write(
+            "point.go",
+            "package p\n\ntype Point struct {\n\tX int\n}\n\nfunc (p *Point) Norm() int { return p.X }\n\nfunc Free() {}\n",
+        )
+        .write(
+            "cart.cpp",
+            "class Cart {\n  public:\n    int size() const;\n};\nint Cart::size() const { return 0; }\nint free_size() { return 1; }\n",
+        )
+        .write(
+            "shop.py",
+            "class Order:\n    def total(self):\n        return 0\n\ndef free():\n    pass\n",
+        )
+        .write(
+            "view.ts",
+            "export class View {\n  render(): void {}\n}\nexport function free(): void {}\n",
+        )
+        .write(
+            "Cart.java",
+            "class Cart {\n    int size() { return 0; }\n}\n",
+        )
+        .write(
+            "Cart.cs",
+            "namespace Shop {\n    class Cart {\n        int Size() { return 0; }\n    }\n}\n",
+        );
+    let server = Server::start(&project.root).await;
+    let expected: &[(&str, &[(&str, u64, &str)])] = &[
+        (
+            "shapes.rs",
+            &[
+                ("A", 1, "-"),
+                ("B", 2, "-"),
+                ("new", 4, "A"),
+                ("new", 7, "B"),
+                ("fmt", 10, "A"),
+                ("free", 12, "-"),
+            ],
+        ),
+        (
+            "point.go",
+            &[
+                ("Point", 3, "-"),
+                ("X", 4, "Point"),
+                ("Norm", 7, "Point"),
+                ("Free", 9, "-"),
+            ],
+        ),
+        (
+            "cart.cpp",
+            &[
+                ("Cart", 1, "-"),
+                ("size", 3, "Cart"),
+                ("size", 5, "Cart"),
+                ("free_size", 6, "-"),
+            ],
+        ),
+        (
+            "shop.py",
+            &[("Order", 1, "-"), ("total", 2, "Order"), ("free", 5, "-")],
+        ),
+        (
+            "view.ts",
+            &[("View", 1, "-"), ("render", 2, "View"), ("free", 4, "-")],
+        ),
+        ("Cart.java", &[("Cart", 1, "-"), ("size", 2, "Cart")]),
+        (
+            "Cart.cs",
+            &[("Shop", 1, "-"), ("Cart", 2, "Shop"), ("Size", 3, "Cart")],
+        ),
+    ];
+    for (file, symbols) in expected {
+        let out = server
+            .ok("outline_project_file", json!({"path": file}))
+            .await;
+        let found = outline_parents(&out["symbols"]);
+        let wanted: Vec<(String, u64, String)> = symbols
+            .iter()
+            .map(|(name, line, parent)| (name.to_string(), *line, parent.to_string()))
+            .collect();
+        assert_eq!(found, wanted, "{file}");
+        for (name, line, parent) in &found {
+            let defined = server
+                .ok(
+                    "find_symbol_definitions",
+                    json!({"name": name, "path": file}),
+                )
+                .await;
+            assert!(
+                definitions(&defined)
+                    .iter()
+                    .any(|d| d.1 == *line && d.3 == *parent),
+                "{file}: {name} at {line} with parent {parent}: {defined}"
+            );
+        }
+    }
     server.stop().await;
 }
 
