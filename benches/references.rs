@@ -98,7 +98,7 @@ fn main() {
 
     python_against_jedi(&settings, &work);
     match &settings.uboot {
-        Some(tree) => c_against_rg(&settings, &work, tree),
+        Some(tree) => c_against_rg(&settings, tree, &work),
         None => println!(
             "\nC: skipped (set BENCH_UBOOT to a u-boot tree, e.g. BENCH_UBOOT=/work/corpus/u-boot)"
         ),
@@ -798,6 +798,11 @@ fn c_against_rg(settings: &Settings, tree: &Path, work: &Path) {
         picked.len()
     );
 
+    assert!(
+        !picked.is_empty(),
+        "no C function of {} has a use",
+        tree.display()
+    );
     let mut server = ready_server(tree, &work.join("c"), settings.ready_wait);
     let mut tally = Tally::default();
     let mut other_languages = 0usize;
