@@ -425,7 +425,11 @@ fn next_unread(
         } else {
             scrub_due.saturating_duration_since(now)
         };
-        let wait = if unsettled { wait.min(SETTLE_STEP) } else { wait };
+        let wait = if unsettled {
+            wait.min(SETTLE_STEP)
+        } else {
+            wait
+        };
         let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(5));
         let (mut woken, timeout) = shared.unread.wait_timeout(state, wait).ok()?;
         // A call in progress looks at them itself.

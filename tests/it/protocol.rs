@@ -11,23 +11,25 @@ use crate::common::{RawServer, Server, TempProject, demo_root, strings, text_of}
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
-const TOOL_ORDER: [&str; 8] = [
+const TOOL_ORDER: [&str; 9] = [
     "search_project_files",
     "read_project_file",
     "list_project_directory",
     "find_project_files",
     "outline_project_file",
     "find_symbol_definitions",
+    "find_symbol_references",
     "get_docs",
     "run_project_check",
 ];
-const READ_TOOLS: [&str; 7] = [
+const READ_TOOLS: [&str; 8] = [
     "search_project_files",
     "read_project_file",
     "list_project_directory",
     "find_project_files",
     "outline_project_file",
     "find_symbol_definitions",
+    "find_symbol_references",
     "get_docs",
 ];
 
@@ -83,7 +85,7 @@ async fn initialize_answers_the_2025_revisions() {
             .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
             .await;
         let listed = server.recv_id(&json!(1)).await;
-        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 8);
+        assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 9);
 
         server
             .send(&call_request(
@@ -204,7 +206,7 @@ fn tool<'a>(tools: &'a [Value], name: &str) -> &'a Value {
 }
 
 #[tokio::test]
-async fn eight_tools_in_a_stable_order_with_the_spec_annotations() {
+async fn nine_tools_in_a_stable_order_with_the_spec_annotations() {
     let first = listed_tools().await;
     let names: Vec<&str> = first.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, TOOL_ORDER);
@@ -375,7 +377,7 @@ async fn output_schemas_of_search_and_get_docs_declare_their_fields() {
 }
 
 #[tokio::test]
-async fn schemas_of_outline_and_definitions_declare_every_parameter_and_field() {
+async fn schemas_of_the_symbol_tools_declare_every_parameter_and_field() {
     let tools = listed_tools().await;
     assert_input_schema(&tools, "outline_project_file", &["path"], &["path"]);
     assert_input_schema(
@@ -393,6 +395,23 @@ async fn schemas_of_outline_and_definitions_declare_every_parameter_and_field() 
         &tools,
         "find_symbol_definitions",
         &["name", "definitions", "count", "truncated"],
+    );
+    assert_input_schema(
+        &tools,
+        "find_symbol_references",
+        &["name", "path", "max_results", "offset"],
+        &["name"],
+    );
+    assert_output_schema(
+        &tools,
+        "find_symbol_references",
+        &[
+            "name",
+            "references",
+            "count",
+            "truncated",
+            "files_without_grammar",
+        ],
     );
 }
 

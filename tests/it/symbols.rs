@@ -121,7 +121,8 @@ async fn outline_parents_are_those_of_the_definitions() {
             "namespace Shop {\n    class Cart {\n        int Size() { return 0; }\n    }\n}\n",
         );
     let server = Server::start(&project.root).await;
-    let expected: &[(&str, &[(&str, u64, &str)])] = &[
+    type Outline = &'static [(&'static str, u64, &'static str)];
+    let expected: &[(&str, Outline)] = &[
         (
             "shapes.rs",
             &[

@@ -3,7 +3,7 @@
 //! with the official `mcpb` CLI; the packed bundle is a zip that unpacks to
 //! the manifest and the binary; its server, started the way Claude Desktop
 //! starts it (`${__dirname}` and the chosen project folder substituted),
-//! answers `initialize`, lists the eight tools and serves the folder.
+//! answers `initialize`, lists the nine tools and serves the folder.
 //!
 //! The script is bash and the release job runs it on Linux, so this test
 //! runs on Unix; the manifest checks run everywhere.
