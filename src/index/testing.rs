@@ -176,7 +176,6 @@ pub(super) fn candidate_names(
 
 /// Polls `condition` (a call on the model, which applies changes and
 /// wakes the background indexing) until it holds; panics after 10 s.
-#[cfg(unix)]
 pub(super) fn until(mut condition: impl FnMut() -> bool) {
     for _ in 0..400 {
         if condition() {
