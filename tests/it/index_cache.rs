@@ -936,6 +936,10 @@ fn forge_without_postings(scene: &Scene) {
 /// time, finds the segment disagrees, drops it, and the answers are the
 /// scan's again; the next session does not serve it.
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "under Wine the forged segment is not served (0 wrong answers before the scrub), so the test cannot show the scrub; see docs/install.md"
+)]
 async fn the_scrub_drops_a_resealed_segment_that_lost_its_postings() {
     let scene = Scene::new(200);
     tokio::time::sleep(Duration::from_millis(300)).await;
