@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replays the eight verification requests with two MCP clients this project
+"""Replays the ten verification requests with two MCP clients this project
 did not write, against the release binary and the container image.
 
 Start it through `evidence/run.sh`, which installs the pinned clients,
@@ -61,6 +61,7 @@ TOOLS = [
     "find_project_files",
     "outline_project_file",
     "find_symbol_definitions",
+    "find_symbol_references",
     "get_docs",
     "run_project_check",
 ]
@@ -638,16 +639,18 @@ async def search_then_read(client: Client, target: Target) -> tuple[str, list[st
 
 
 MODELS_OUTLINE = [
-    {"kind": "class", "name": "Product", "line": 7, "end_line": 10, "signature": "class Product:", "children": []},
+    {"kind": "class", "name": "Product", "line": 7, "end_line": 10, "signature": "class Product:",
+     "parent": None, "children": []},
     {
         "kind": "class",
         "name": "Order",
         "line": 14,
         "end_line": 20,
         "signature": "class Order:",
+        "parent": None,
         "children": [
             {"kind": "method", "name": "total", "line": 18, "end_line": 20,
-             "signature": "def total(self) -> float:", "children": []}
+             "signature": "def total(self) -> float:", "parent": "Order", "children": []}
         ],
     },
 ]
@@ -665,7 +668,7 @@ async def outline_models(client: Client, target: Target) -> tuple[str, list[str]
         problems.append(f"symbols are {json.dumps(data.get('symbols'))}, expected {json.dumps(MODELS_OUTLINE)}")
     if problems:
         return failure_summary(problems), problems
-    return "3 symbols: class Product 7-10; class Order 14-20 with method total 18-20", problems
+    return "3 symbols: class Product 7-10; class Order 14-20 with method total 18-20 (parent Order)", problems
 
 
 async def define_apply_discount(client: Client, target: Target) -> tuple[str, list[str]]:
@@ -688,6 +691,53 @@ async def define_apply_discount(client: Client, target: Target) -> tuple[str, li
     if problems:
         return failure_summary(problems), problems
     return "1 definition: demo_app/services.py:12-18 function apply_discount (the 3 uses in tests are not definitions)", problems
+
+
+APPLY_DISCOUNT_USES = [
+    {"file": "tests/test_services.py", "line": 1, "in": None,
+     "text": "from demo_app.services import OrderBuilder, apply_discount"},
+    {"file": "tests/test_services.py", "line": 6, "in": "test_discount_reduces_total",
+     "text": "    assert apply_discount(order, 10) == 36.0"},
+    {"file": "tests/test_services.py", "line": 11, "in": "test_discount_is_clamped",
+     "text": "    assert apply_discount(order, 90) == 5.0"},
+]
+
+PRODUCT_USES = [
+    {"file": "demo_app/models.py", "line": 16, "in": "Order",
+     "text": "    items: list[Product] = field(default_factory=list)"},
+    {"file": "demo_app/services.py", "line": 6, "in": None,
+     "text": "from demo_app.models import Order, Product"},
+    {"file": "demo_app/services.py", "line": 28, "in": "OrderBuilder.add",
+     "text": "        self._order.items.append(Product(sku=sku, name=name, price=price))"},
+]
+
+
+async def references_request(
+    client: Client, name: str, expected: list[dict[str, Any]]
+) -> tuple[str, list[str]]:
+    problems: list[str] = []
+    data = success(await client.call("find_symbol_references", {"name": name}), problems)
+    if data is None:
+        return failure_summary(problems), problems
+    for key, value in {
+        "name": name, "count": len(expected), "truncated": False, "files_without_grammar": 0
+    }.items():
+        if data.get(key) != value:
+            problems.append(f"{key} is {data.get(key)!r}, expected {value!r}")
+    if data.get("references") != expected:
+        problems.append(f"references are {json.dumps(data.get('references'))}, expected {json.dumps(expected)}")
+    if problems:
+        return failure_summary(problems), problems
+    uses = "; ".join(f"{use['file']}:{use['line']} in {use['in'] or 'the top level'}" for use in expected)
+    return f"{len(expected)} uses: {uses}", problems
+
+
+async def references_apply_discount(client: Client, target: Target) -> tuple[str, list[str]]:
+    return await references_request(client, "apply_discount", APPLY_DISCOUNT_USES)
+
+
+async def references_product(client: Client, target: Target) -> tuple[str, list[str]]:
+    return await references_request(client, "Product", PRODUCT_USES)
 
 
 def passwd_lines() -> list[str]:
@@ -718,8 +768,8 @@ REQUESTS = [
         0,
         "handshake",
         "initialize, tools/list",
-        lambda t: "serverInfo.name `mcp-project-helper` and the crate version; exactly the eight tools; "
-        "the seven read tools `readOnlyHint: true, openWorldHint: false`, run_project_check "
+        lambda t: "serverInfo.name `mcp-project-helper` and the crate version; exactly the nine tools; "
+        "the eight read tools `readOnlyHint: true, openWorldHint: false`, run_project_check "
         "`readOnlyHint: false, destructiveHint: false, openWorldHint: false`; every tool has an outputSchema",
         handshake_request,
     ),
@@ -775,7 +825,8 @@ REQUESTS = [
         "outline demo_app/models.py",
         "outline_project_file",
         lambda t: "language `python`, count 3, truncated false, and exactly the symbols of the SPEC example: "
-        "class Product 7-10; class Order 14-20 with the method total 18-20, with their signatures",
+        "class Product 7-10; class Order 14-20 with the method total 18-20, with their signatures; "
+        "`parent` null for the classes and `Order` for total",
         outline_models,
     ),
     Request(
@@ -785,6 +836,24 @@ REQUESTS = [
         lambda t: "exactly one definition: demo_app/services.py lines 12-18, kind function, parent null, "
         "signature `def apply_discount(order: Order, percent: float) -> float:`",
         define_apply_discount,
+    ),
+    Request(
+        9,
+        "who uses `apply_discount`",
+        "find_symbol_references",
+        lambda t: "exactly 3 uses, all in tests/test_services.py: the import on line 1 (`in` null), line 6 in "
+        "test_discount_reduces_total, line 11 in test_discount_is_clamped; the definition in "
+        "demo_app/services.py is not a use; files_without_grammar 0",
+        references_apply_discount,
+    ),
+    Request(
+        10,
+        "who uses `Product`",
+        "find_symbol_references",
+        lambda t: "exactly 3 uses, sorted by path then line: demo_app/models.py:16 in Order (a field's type), "
+        "demo_app/services.py:6 the import (`in` null), demo_app/services.py:28 in OrderBuilder.add "
+        "(a method names its class)",
+        references_product,
     ),
 ]
 

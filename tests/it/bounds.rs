@@ -490,19 +490,58 @@ async fn cancelled_searches_stop_working_on(written: Written) {
     // Counting a word on every line: every search reads the whole tree and
     // handles every line.
     let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
+    let cost = cost_of_cancelled_calls(
+        &mut server,
+        pid,
+        "search_project_files",
+        expensive,
+        |answer| {
+            assert_eq!(answer["result"]["structuredContent"]["count"], 200);
+        },
+    )
+    .await;
+    // Twelve full searches would cost twelve times one; stopped ones cost
+    // a little each. Generous: a quarter of what they would cost.
+    assert!(
+        cost.twelve_cancelled < 3 * cost.one_call + 10,
+        "12 cancelled searches used {} ticks; one full search uses {}",
+        cost.twelve_cancelled,
+        cost.one_call
+    );
+    // And little in absolute terms: 0.3 CPU-s (Linux counts 100 ticks a
+    // second), whatever one search costs.
+    assert!(
+        cost.twelve_cancelled <= 30,
+        "12 cancelled searches and what they left to do used {} ticks",
+        cost.twelve_cancelled
+    );
+    finish_with_no_late_answers(server).await;
+}
+
+/// CPU ticks of one call of `tool` run to its end, and of twelve more
+/// cancelled right after they were sent, with what they left to do.
+#[cfg(target_os = "linux")]
+struct CancelCost {
+    one_call: u64,
+    twelve_cancelled: u64,
+}
+
+#[cfg(target_os = "linux")]
+async fn cost_of_cancelled_calls(
+    server: &mut RawServer,
+    pid: u32,
+    tool: &str,
+    arguments: Value,
+    check_full_answer: impl FnOnce(&Value),
+) -> CancelCost {
     let before = cpu_ticks(pid);
-    server
-        .send(&call(1, "search_project_files", expensive.clone()))
-        .await;
-    let answer = server.recv_id(&json!(1)).await;
-    assert_eq!(answer["result"]["structuredContent"]["count"], 200);
-    let one_search = cpu_ticks(pid) - before;
+    server.send(&call(1, tool, arguments.clone())).await;
+    check_full_answer(&server.recv_id(&json!(1)).await);
+    let one_call = cpu_ticks(pid) - before;
 
     let before = cpu_ticks(pid);
     for id in 10..22 {
-        server
-            .send(&call(id, "search_project_files", expensive.clone()))
-            .await;
+        server.send(&call(id, tool, arguments.clone())).await;
         server.send(&cancel(id)).await;
     }
     // Then a call that must be answered: the server is not kept busy.
@@ -511,22 +550,18 @@ async fn cancelled_searches_stop_working_on(written: Written) {
         .await;
     let answer = server.recv_id(&json!(99)).await;
     assert_eq!(answer["result"]["structuredContent"]["status"], "success");
-    // Long enough for twelve uncancelled searches to finish on two cores.
-    let settle = Duration::from_millis((one_search * 10 * 12).max(2000));
-    tokio::time::sleep(settle).await;
-    let after_cancel = cpu_ticks(pid) - before;
-    // Twelve full searches would cost twelve times one; stopped ones cost
-    // a little each. Generous: a quarter of what they would cost.
-    assert!(
-        after_cancel < 3 * one_search + 10,
-        "12 cancelled searches used {after_cancel} ticks; one full search uses {one_search}"
-    );
-    // And little in absolute terms: 0.3 CPU-s (Linux counts 100 ticks a
-    // second), whatever one search costs.
-    assert!(
-        after_cancel <= 30,
-        "12 cancelled searches and what they left to do used {after_cancel} ticks"
-    );
+    // Long enough for twelve uncancelled calls to finish on two cores.
+    tokio::time::sleep(Duration::from_millis((one_call * 10 * 12).max(2000))).await;
+    CancelCost {
+        one_call,
+        twelve_cancelled: cpu_ticks(pid) - before,
+    }
+}
+
+/// Ends the server and checks that none of the cancelled calls (ids 10 to
+/// 21) was answered after the fact.
+#[cfg(target_os = "linux")]
+async fn finish_with_no_late_answers(server: RawServer) {
     let (rest, code) = server.finish().await;
     assert_eq!(code, Some(0));
     for id in 10..22 {
@@ -558,47 +593,27 @@ async fn cancelled_reference_lookups_stop_working() {
     server.initialize("2025-06-18").await;
     wait_for_index(&log).await;
     let lookup = json!({"name": "needle"});
-    let before = cpu_ticks(pid);
-    server
-        .send(&call(1, "find_symbol_references", lookup.clone()))
-        .await;
-    let answer = server.recv_id(&json!(1)).await;
-    assert_eq!(
-        answer["result"]["structuredContent"]["count"], 0,
-        "{answer}"
-    );
-    let one_lookup = cpu_ticks(pid) - before;
-
-    let before = cpu_ticks(pid);
-    for id in 10..22 {
-        server
-            .send(&call(id, "find_symbol_references", lookup.clone()))
-            .await;
-        server.send(&cancel(id)).await;
-    }
-    server
-        .send(&call(99, "list_project_directory", json!({})))
-        .await;
-    let answer = server.recv_id(&json!(99)).await;
-    assert_eq!(answer["result"]["structuredContent"]["status"], "success");
-    let settle = Duration::from_millis((one_lookup * 10 * 12).max(2000));
-    tokio::time::sleep(settle).await;
-    let after_cancel = cpu_ticks(pid) - before;
+    let cost = cost_of_cancelled_calls(
+        &mut server,
+        pid,
+        "find_symbol_references",
+        lookup,
+        |answer| {
+            assert_eq!(
+                answer["result"]["structuredContent"]["count"], 0,
+                "{answer}"
+            );
+        },
+    )
+    .await;
     assert!(
-        after_cancel < 3 * one_lookup + 10,
-        "12 cancelled lookups used {after_cancel} ticks; one full lookup uses {one_lookup}"
+        cost.twelve_cancelled < 3 * cost.one_call + 10,
+        "12 cancelled lookups used {} ticks; one full lookup uses {}",
+        cost.twelve_cancelled,
+        cost.one_call
     );
-    let (rest, code) = server.finish().await;
-    assert_eq!(code, Some(0));
-    for id in 10..22 {
-        assert!(
-            !rest.contains(&format!("\"id\":{id},")),
-            "cancelled call {id} answered after the fact: {rest}"
-        );
-    }
+    finish_with_no_late_answers(server).await;
 }
-
-// Ignored files on request.
 
 #[tokio::test]
 async fn ignored_files_on_request_and_a_note_when_a_search_path_is_ignored() {

@@ -1,5 +1,5 @@
-//! Runs `evidence/run.sh --check`: the six verification requests and the
-//! handshake, replayed by the official Python SDK and the MCP Inspector CLI
+//! Runs `evidence/run.sh --check`: the handshake and the verification
+//! requests, replayed by the official Python SDK and the MCP Inspector CLI
 //! against the static release binary and the container image, each result
 //! checked against its expectation. Fails when any row fails, with the
 //! driver's per-row reasons.
@@ -27,7 +27,7 @@ fn runs(program: &str, args: &[&str]) -> bool {
 }
 
 #[test]
-fn six_requests_pass_with_both_clients_against_binary_and_image() {
+fn every_request_passes_with_both_clients_against_binary_and_image() {
     if std::env::var_os("MCP_PROJECT_HELPER_SKIP_EVIDENCE").is_some_and(|value| value == "1") {
         common::cannot_run(
             "the evidence check",
