@@ -3,7 +3,7 @@
 //! paths or refused with the reason.
 
 use super::host_specs::{HostSpec, Top};
-use super::launch::{Paths, below, in_project};
+use super::paths::{Paths, below, in_project};
 use super::{Launch, Request, SnippetError};
 
 /// The image the release workflow pushes (`.github/workflows/publish-image.yml`

@@ -25,6 +25,7 @@ mod document;
 mod fixtures;
 mod host_specs;
 mod launch;
+mod paths;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -11,6 +11,7 @@ use super::cache::{RootCache, segment_bound};
 use super::indexer::Indexer;
 use super::live::Live;
 use super::ngram::{FileGrams, GramFilter};
+use super::os::{log_filters_left_out, lower_priority, return_freed_memory};
 use super::pacer::Pacer;
 use super::postings::{Shard, ShardBuilder};
 use super::restore::{Restored, restore};
@@ -31,51 +32,11 @@ use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
 /// merged. Unit tests' trees are small: there shards are small too.
 pub(super) const SHARD_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
 
-pub(super) fn log_filters_left_out(limit_bytes: usize) {
-    tracing::info!(
-        "index: large-file filters left out to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
-        limit_bytes / (1024 * 1024)
-    );
-}
-
-/// The build's scratch memory, freed on its own thread, would stay with
-/// that thread's allocator arena; hand it back to the system.
-pub(super) fn return_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: glibc's malloc_trim has no safe wrapper; it takes a plain
-    // integer and only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// Switches the model off (calls then scan the tree): what it held goes
 /// back to the system, not only to the allocator.
 pub(super) fn switch_off(state: &mut State) {
     drop(std::mem::replace(state, State::Off));
     return_freed_memory();
-}
-
-/// The build yields the CPU to tool calls: the first search of a session
-/// must not wait for it, even while it walks the file list. The lowest
-/// priority each platform offers a thread: nice 19 on Linux, background
-/// mode (lower CPU and I/O priority) on Windows.
-pub(super) fn lower_priority() {
-    // On Linux the calling process's id (`None`) names the calling thread
-    // alone. Failing leaves the build at normal priority, which is correct,
-    // only slower for the first calls.
-    #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(None, 19);
-    #[cfg(windows)]
-    // SAFETY: GetCurrentThread returns a pseudo handle of the calling
-    // thread, which SetThreadPriority only reads. Failing leaves the build
-    // at normal priority, as above.
-    unsafe {
-        use windows_sys::Win32::System::Threading::{
-            GetCurrentThread, SetThreadPriority, THREAD_MODE_BACKGROUND_BEGIN,
-        };
-        SetThreadPriority(GetCurrentThread(), THREAD_MODE_BACKGROUND_BEGIN);
-    }
 }
 
 /// Changes inside skipped folders (`target`, `node_modules` …) never reach

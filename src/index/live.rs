@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::base::{BaseIndex, NameOf};
-use super::build::log_filters_left_out;
 use super::ngram::GramBits;
+use super::os::log_filters_left_out;
 use super::plan::Query;
 use super::postings::{PostingCache, PostingLists, evaluate};
 use super::tree::{self, Content, PathKey, Tree, depth};

@@ -21,6 +21,7 @@ pub mod cache;
 mod indexer;
 mod live;
 mod ngram;
+mod os;
 mod pacer;
 mod plan;
 mod postings;
@@ -40,8 +41,9 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use regex_syntax::hir::Hir;
 
-use build::{build, keep_indexing, lower_priority, return_freed_memory, switch_off};
+use build::{build, keep_indexing, switch_off};
 use live::{Found, Live};
+use os::{lower_priority, return_freed_memory};
 use tree::{PathKey, depth};
 use watch::Changes;
 

@@ -481,7 +481,7 @@ impl Tree {
         self.nodes = std::mem::take(&mut self.nodes).into_iter().collect();
         self.ledger.slots = self.nodes.len();
         self.ledger.reshaped = 0;
-        crate::index::build::return_freed_memory();
+        crate::index::os::return_freed_memory();
     }
 
     /// Files the build listed and did not read become unread: the

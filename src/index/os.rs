@@ -1,0 +1,45 @@
+//! What the index asks of the operating system and the log, below every
+//! other file of index/: the build, the live model and the file list all
+//! use these, and none of them imports another for it.
+
+/// Said wherever the large files' filters are dropped to stay within the
+/// memory limit: the build and a refresh of the live model.
+pub(super) fn log_filters_left_out(limit_bytes: usize) {
+    tracing::info!(
+        "index: large-file filters left out to stay within the [index] max_memory_mb limit ({} MB); searches read more candidate files",
+        limit_bytes / (1024 * 1024)
+    );
+}
+
+/// The build's scratch memory, freed on its own thread, would stay with
+/// that thread's allocator arena; hand it back to the system.
+pub(super) fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: glibc's malloc_trim has no safe wrapper; it takes a plain
+    // integer and only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// The build yields the CPU to tool calls: the first search of a session
+/// must not wait for it, even while it walks the file list. The lowest
+/// priority each platform offers a thread: nice 19 on Linux, background
+/// mode (lower CPU and I/O priority) on Windows.
+pub(super) fn lower_priority() {
+    // On Linux the calling process's id (`None`) names the calling thread
+    // alone. Failing leaves the build at normal priority, which is correct,
+    // only slower for the first calls.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(None, 19);
+    #[cfg(windows)]
+    // SAFETY: GetCurrentThread returns a pseudo handle of the calling
+    // thread, which SetThreadPriority only reads. Failing leaves the build
+    // at normal priority, as above.
+    unsafe {
+        use windows_sys::Win32::System::Threading::{
+            GetCurrentThread, SetThreadPriority, THREAD_MODE_BACKGROUND_BEGIN,
+        };
+        SetThreadPriority(GetCurrentThread(), THREAD_MODE_BACKGROUND_BEGIN);
+    }
+}
