@@ -11,7 +11,9 @@
 //!    jedi's project-wide `Script.get_references` from the definition site
 //!    (`benches/references_jedi.py`). jedi's uses are its references less
 //!    the names of `def`s and `class`es (imports count, as they do for the
-//!    tool). Our side pages `find_symbol_references(name)` to the end.
+//!    tool). Our side pages `find_symbol_references` to the end, asked for
+//!    `Class.name` when jedi's definition is a method (its class as
+//!    `find_symbol_definitions` reports it), else for the name.
 //!    Matched on (file, line): recall is the share of jedi's lines we
 //!    give, precision the share of ours jedi gives, so a same-named method
 //!    of another class that jedi tells apart counts against us.
@@ -251,6 +253,29 @@ fn our_references(server: &mut Session, name: &str) -> (BTreeMap<Line, OurUse>, 
         if offset > MAX_OFFSET {
             return (uses, without_grammar, false);
         }
+    }
+}
+
+/// The name jedi's definition is asked as: `Class.name` for a method, as
+/// find_symbol_definitions reports its parent (a user asks for the
+/// method of one class, as jedi is asked from its definition), the name
+/// for anything else.
+fn asked_as(server: &mut Session, jedi: &JediName) -> String {
+    let found = server.call_tool(
+        "find_symbol_definitions",
+        &json!({ "name": jedi.name, "max_results": 200 }),
+    );
+    let definitions = found["definitions"].as_array().cloned().unwrap_or_default();
+    let parent = definitions
+        .iter()
+        .find(|definition| {
+            definition["file"] == json!(jedi.file) && definition["line"] == json!(jedi.line)
+        })
+        .filter(|definition| definition["kind"] == json!("method"))
+        .and_then(|definition| definition["parent"].as_str());
+    match parent {
+        Some(class) => format!("{class}.{}", jedi.name),
+        None => jedi.name.clone(),
     }
 }
 
@@ -557,7 +582,8 @@ fn python_against_jedi(settings: &Settings, work: &Path) {
         files: HashMap::new(),
     };
     for jedi in &names {
-        let (ours, _, complete) = our_references(&mut server, &jedi.name);
+        let asked = asked_as(&mut server, jedi);
+        let (ours, _, complete) = our_references(&mut server, &asked);
         let missed: Vec<&Line> = jedi
             .uses
             .keys()
@@ -576,8 +602,7 @@ fn python_against_jedi(settings: &Settings, work: &Path) {
             .filter(|(_, found)| found.text.contains(&attribute))
             .count();
         println!(
-            "  {} ({}:{}): jedi {}, ours {}{}, both {both}: recall {:.2}, precision {:.2}",
-            jedi.name,
+            "  {asked} ({}:{}): jedi {}, ours {}{}, both {both}: recall {:.2}, precision {:.2}",
             jedi.file,
             jedi.line,
             jedi.uses.len(),

@@ -8,9 +8,12 @@
 //! literal does. The names of the definitions [`super::definitions`]
 //! reports are left out; everything else that spells the name counts,
 //! imports, parameters and local variables included (they are not
-//! definitions the symbol tools report). A C or C++ macro body is raw text
-//! to the grammar, so it is read as C tokens, without its comments and
-//! literals.
+//! definitions the symbol tools report), but for a name a Python `def` or
+//! `class` defines, whose scope rules are simple enough to follow
+//! ([`python`]: same-named parameters, assignment targets, locals and
+//! other objects' attributes are left out). A C or C++ macro body is
+//! raw text to the grammar, so it is read as C tokens, without its
+//! comments and literals.
 //!
 //! Bounded like the outline: the call's [`ParseBudget`] for the parse and
 //! both walks (looked at every [`super::NODES_PER_CHECK`] nodes), an
@@ -21,6 +24,8 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::{Language, NODES_PER_CHECK, ParseBudget, ParseError, Symbol, cut};
+
+pub mod python;
 
 /// A use's line is shown up to this many characters.
 pub const MAX_LINE_CHARS: usize = 300;
@@ -82,16 +87,41 @@ pub fn holds_word(source: &[u8], finder: &memchr::memmem::Finder<'_>) -> bool {
     })
 }
 
-/// The uses of `name` in `source`, a file of `language`, in line order.
+/// What a lookup asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Lookup<'a> {
+    pub name: &'a str,
+    /// `Class.name`: in Python, only the uses tied to that class's member;
+    /// in the other languages every use of the name.
+    pub class: Option<&'a str>,
+    /// What the project's Python files define under the name
+    /// ([`python::Defined::in_source`] over all of them): Python's scope
+    /// rules apply to a name defined there.
+    pub python: python::Defined,
+}
+
+/// The uses of what `lookup` asks for in `source`, a file of `language`,
+/// in line order.
 pub fn uses(
     language: Language,
     source: &[u8],
-    name: &str,
+    lookup: &Lookup<'_>,
     budget: &ParseBudget,
 ) -> Result<Vec<Use>, ParseError> {
     let tree = super::parse(language, source, budget)?;
     let definitions = super::definitions_in(language, &tree, source, budget)?;
-    let starts = spelled_at(tree.root_node(), source, name.as_bytes(), budget)?;
+    let root = tree.root_node();
+    let name = lookup.name.as_bytes();
+    let starts = if language == Language::Python && lookup.python.anywhere {
+        let wanted = python::Wanted {
+            name,
+            class: lookup.class.map(str::as_bytes),
+            member_uses: lookup.python.as_method,
+        };
+        python::spelled_at(root, source, wanted, budget)?
+    } else {
+        spelled_at(root, source, name, budget)?
+    };
     Ok(by_line(source, &starts, &definitions))
 }
 

@@ -7,6 +7,11 @@
 //! threads) and counted in `files_without_grammar` when it has none.
 //! Documents come in path order and uses in line order, so the scan stops
 //! once the page is full.
+//!
+//! Which Python occurrences are uses depends on the whole project (is the
+//! name a `def` or `class` anywhere, a method anywhere?), so a text pass
+//! over the project's Python files that hold the name decides it first:
+//! files of other languages cost it nothing.
 
 use std::ops::ControlFlow;
 
@@ -16,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, Document, Outcome, Reader};
-use crate::symbols::uses::{self, Use};
+use crate::symbols::uses::{self, Lookup, Use, python};
 use crate::symbols::{self, Language, ParseBudget, ParseError};
 use crate::walk::WalkOptions;
 
@@ -33,7 +38,7 @@ const MAX_NOTED_FILES: usize = 5;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ReferencesInput {
-    /// The exact, case-sensitive identifier used, e.g. `apply_discount` or `Order` (no qualifier such as `Order.total`).
+    /// The exact, case-sensitive identifier used, e.g. `apply_discount` or `Order`; a class's method as `Class.name`, e.g. `Order.total` (followed in Python; other languages give every use of the name).
     #[schemars(length(min = 1, max = MAX_NAME_CHARS))]
     pub name: String,
     /// Folder (or single file) to look in, relative to the project root; `.` (the default) is the root.
@@ -133,11 +138,15 @@ fn look_up(
     cancel: &Cancel,
     budget: &ParseBudget,
 ) -> Result<ReferencesOutput, ToolError> {
-    let name = input.name.as_str();
-    ToolError::check_size("name", name, MAX_NAME_CHARS)?;
-    if !uses::is_identifier(name) {
+    ToolError::check_size("name", &input.name, MAX_NAME_CHARS)?;
+    // `Class.name`: a member of one class.
+    let (class, name) = match input.name.split_once('.') {
+        Some((class, member)) => (Some(class), member),
+        None => (None, input.name.as_str()),
+    };
+    if !uses::is_identifier(name) || !class.is_none_or(uses::is_identifier) {
         return Err(ToolError::invalid(
-            "name must be one identifier (letters, digits, _ or $), e.g. 'apply_discount' or 'Order', without a qualifier; for other text use search_project_files",
+            "name must be one identifier (letters, digits, _ or $), e.g. 'apply_discount' or 'Order', or a class's member as 'Class.name', e.g. 'Order.total'; for other text use search_project_files",
         ));
     }
     if input.offset > MAX_OFFSET {
@@ -154,8 +163,14 @@ fn look_up(
         include_ignored: false,
         cancel: cancel.clone(),
     };
+    let python = python_definitions(corpus, name, &query, &options)?;
+    ToolError::check_cancel(cancel)?;
     let reader = UseReader {
-        name,
+        lookup: Lookup {
+            name,
+            class,
+            python,
+        },
         finder: memchr::memmem::Finder::new(name.as_bytes()),
         budget,
     };
@@ -195,9 +210,68 @@ fn look_up(
         .map_err(|error| ToolError::io(&start.relative, &error))?;
     ToolError::check_cancel(cancel)?;
     if let Some(last) = &found.out_of_time {
-        return Err(out_of_time(name, &found, last));
+        return Err(out_of_time(&input.name, &found, last));
     }
-    Ok(assemble(name, found, max_results))
+    Ok(assemble(&input.name, found, max_results))
+}
+
+/// What the project's Python files define under `name`, all of them
+/// whatever the call's `path`.
+fn python_definitions(
+    corpus: &Corpus<'_>,
+    name: &str,
+    query: &regex_syntax::hir::Hir,
+    options: &WalkOptions,
+) -> Result<python::Defined, ToolError> {
+    let root = corpus.gate().resolve(".")?;
+    let mut defined = python::Defined::default();
+    corpus
+        .scan(
+            &root,
+            query,
+            options,
+            |file| Language::of_path(file) == Some(Language::Python),
+            &DefinitionReader { name },
+            |file: PythonDefinitions| {
+                defined = defined.and(file.0);
+                if defined.as_method {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )
+        .map_err(|error| ToolError::io(&root.relative, &error))?;
+    Ok(defined)
+}
+
+/// What one Python file defines under the name.
+#[derive(Debug, Default, Clone, Copy)]
+struct PythonDefinitions(python::Defined);
+
+impl Outcome for PythonDefinitions {
+    fn renamed(&self, _: &Document) -> Option<Self> {
+        Some(*self)
+    }
+
+    fn weight(&self) -> usize {
+        0
+    }
+}
+
+struct DefinitionReader<'a> {
+    name: &'a str,
+}
+
+impl Reader for DefinitionReader<'_> {
+    type Scratch = ();
+    type Outcome = PythonDefinitions;
+
+    fn scratch(&self) {}
+
+    fn evaluate(&self, _: &mut (), _: &Document, source: &[u8]) -> PythonDefinitions {
+        PythonDefinitions(python::Defined::in_source(source, self.name))
+    }
 }
 
 /// The answer when the call's parse budget ran out before the page was
@@ -268,7 +342,7 @@ impl Outcome for FileUses {
 
 /// Parses each document of a known language that holds the name as a word.
 struct UseReader<'a> {
-    name: &'a str,
+    lookup: Lookup<'a>,
     finder: memchr::memmem::Finder<'a>,
     budget: &'a ParseBudget,
 }
@@ -293,7 +367,7 @@ impl Reader for UseReader<'_> {
             return named;
         };
         let language = language.for_source(source);
-        let found = match uses::uses(language, source, self.name, self.budget) {
+        let found = match uses::uses(language, source, &self.lookup, self.budget) {
             Ok(found) => found,
             // The call ends as cancelled once the scan returns.
             Err(ParseError::Cancelled) => return FileUses::default(),

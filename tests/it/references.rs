@@ -1,5 +1,6 @@
 //! find_symbol_references through the real binary: the demo project's
-//! `apply_discount`, comments, strings and definitions left out, paging,
+//! `apply_discount` and `Order.total`, comments, strings and definitions
+//! left out, Python's parameters and locals, paging,
 //! the skip and deny rules, files without a grammar counted, answers that
 //! do not depend on the index, and bad input.
 
@@ -40,6 +41,60 @@ async fn demo_apply_discount_is_used_by_the_tests() {
           {"file":"tests/test_services.py","line":1,"text":"from demo_app.services import OrderBuilder, apply_discount","in":null},
           {"file":"tests/test_services.py","line":6,"text":"    assert apply_discount(order, 10) == 36.0","in":"test_discount_reduces_total"},
           {"file":"tests/test_services.py","line":11,"text":"    assert apply_discount(order, 90) == 5.0","in":"test_discount_is_clamped"}]})
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn demo_order_total_as_a_member_and_a_parameter_name() {
+    let server = Server::start(&demo_root()).await;
+    let member = server
+        .ok("find_symbol_references", json!({"name": "Order.total"}))
+        .await;
+    assert_eq!(member["name"], "Order.total", "{member}");
+    // `order: Order` makes `order.total()` the method's use.
+    assert_eq!(
+        references(&member),
+        vec![at("demo_app/services.py", 18, "apply_discount")]
+    );
+    // `percent` is a parameter, defined by no `def` or `class`: every
+    // occurrence in code counts (the docstring's "percentage" does not).
+    let parameter = server
+        .ok("find_symbol_references", json!({"name": "percent"}))
+        .await;
+    assert_eq!(
+        references(&parameter),
+        vec![
+            at("demo_app/services.py", 12, "apply_discount"),
+            at("demo_app/services.py", 17, "apply_discount"),
+            at("demo_app/services.py", 18, "apply_discount"),
+        ]
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn python_parameters_and_locals_of_a_defined_name_are_not_its_uses() {
+    let project = TempProject::new();
+    project
+        .write("shop/cart.py", "def total(items):\n    return sum(items)\n")
+        .write(
+            "shop/report.py",
+            "from shop.cart import total\n\ndef report(total):\n    return total\n\ndef main(rows):\n    subtotal = total(rows)\n    total = 0\n    return subtotal\n\ndef last(rows):\n    return total(rows), rows.total\n",
+        );
+    let server = Server::start(&project.root).await;
+    let out = server
+        .ok("find_symbol_references", json!({"name": "total"}))
+        .await;
+    // 3-4: a parameter; 7-8: `main` assigns `total`, so it is a local
+    // there (Python's rule); 12: `rows.total` is some other object's
+    // attribute, as `total` is no method.
+    assert_eq!(
+        references(&out),
+        vec![
+            at("shop/report.py", 1, "-"),
+            at("shop/report.py", 12, "last")
+        ]
     );
     server.stop().await;
 }
@@ -195,7 +250,7 @@ async fn bad_input_is_refused_with_what_is_allowed() {
     for (arguments, wanted) in [
         (json!({"name": ""}), "one identifier"),
         (json!({"name": "two words"}), "one identifier"),
-        (json!({"name": "Order.total"}), "without a qualifier"),
+        (json!({"name": "Order.total.x"}), "'Class.name'"),
         (json!({"name": "a", "offset": 10_001}), "offset"),
         (json!({"name": "a", "path": "/etc"}), "absolute"),
         (

@@ -1,5 +1,27 @@
 use super::*;
 use crate::cancel::Cancel;
+use python::Defined;
+
+/// A name the project defines, as a method too.
+const DEFINED: Defined = Defined {
+    anywhere: true,
+    as_method: true,
+};
+
+/// The uses of `name`, a name the project defines, as a method too.
+fn uses_of(
+    language: Language,
+    source: &[u8],
+    name: &str,
+    budget: &ParseBudget,
+) -> Result<Vec<Use>, ParseError> {
+    let lookup = Lookup {
+        name,
+        class: None,
+        python: DEFINED,
+    };
+    uses(language, source, &lookup, budget)
+}
 
 /// A call's budget that nobody cancels.
 fn unbounded() -> ParseBudget {
@@ -8,7 +30,7 @@ fn unbounded() -> ParseBudget {
 
 /// (line, in) of each use of `name` in `source`.
 fn found(language: Language, source: &str, name: &str) -> Vec<(u64, Option<String>)> {
-    uses(language, source.as_bytes(), name, &unbounded())
+    uses_of(language, source.as_bytes(), name, &unbounded())
         .expect("parsed")
         .into_iter()
         .map(|found| (found.line, found.within))
@@ -57,7 +79,7 @@ fn main() {
 #[test]
 fn python_uses_fstrings_imports_and_methods() {
     let source = r#"from shop import apply_discount
-import apply_discount as other
+import apply_discount.rules as other
 
 # apply_discount in a comment
 def apply_discount(order, percent):
@@ -76,13 +98,237 @@ def main():
     assert_eq!(
         found(Language::Python, source, "apply_discount"),
         vec![
+            // A module path (`import apply_discount.rules`) is not a use.
             at(1, None),
-            at(2, None),
             at(11, Some("Order.total")),
             at(15, Some("main")),
             at(16, Some("main")),
         ]
     );
+}
+
+/// Lines of the uses of `name` in a Python `source`, a name the project
+/// defines, as a method or not.
+fn python_lines(source: &str, name: &str, as_method: bool) -> Vec<u64> {
+    let defined = Defined {
+        anywhere: true,
+        as_method,
+    };
+    let lookup = Lookup {
+        name,
+        class: None,
+        python: defined,
+    };
+    uses(Language::Python, source.as_bytes(), &lookup, &unbounded())
+        .expect("parsed")
+        .into_iter()
+        .map(|found| found.line)
+        .collect()
+}
+
+#[test]
+fn python_parameters_keywords_and_targets_are_not_uses() {
+    let source = r#"def total(items):
+    return sum(items)
+
+def report(total, *rest, scale: int = 1, **options):
+    return total * scale
+
+def shown(order, total=total):
+    order.send(total=3)
+    return total
+
+def counted(rows):
+    total = 0
+    for row in rows:
+        total += row
+    return total
+
+def mixed(rows):
+    value = total(rows)
+    [total for total in rows]
+    with open(rows) as total:
+        pass
+    return value, (lambda total: total)(1)
+
+def nested(rows):
+    total = 1
+    def inner():
+        return total
+    return inner
+
+def declared(rows):
+    global total
+    total = rows
+    return total(rows)
+
+class Holder:
+    total = 5
+    def method(self):
+        return total(self)
+
+if (total := 3):
+    (a, total), b = (1, 2), 3
+print(total(1))
+"#;
+    assert_eq!(
+        python_lines(source, "total", false),
+        // 7: a default value is read where the function is defined; 18:
+        // `with … as total` on line 20 makes `total` local to all of
+        // `mixed`, as in Python, while the comprehension and the lambda bind
+        // it only in themselves; 33: `global`; 38: a class body hides
+        // nothing from its methods; 42: the module level rebinds the name,
+        // and the module's uses still count.
+        vec![7, 33, 38, 42]
+    );
+}
+
+#[test]
+fn python_imports_and_attributes() {
+    let source = r#"import shop
+import shop.total
+from shop import total
+from shop.total import thing
+from . import total as cart
+from .total import other
+from shop import other as total
+import shop as total
+
+def use(order):
+    order.total()
+    shop.total(order)
+    self.total = 3
+    cart.items.total(order)
+    return total
+"#;
+    // `from shop import total` is a use (`as cart` too); module paths and `as` names are
+    // not, and `as total` at the top rebinds the name (the uses at the
+    // module's level still count: which binding a call sees depends on
+    // the order the code runs in).
+    // `order.total` is another object's attribute unless `total` is a
+    // method somewhere; `shop.total` reads it from an imported module;
+    // `self.total = 3` binds an attribute.
+    assert_eq!(python_lines(source, "total", false), vec![3, 5, 12, 14, 15]);
+    assert_eq!(
+        python_lines(source, "total", true),
+        vec![3, 5, 11, 12, 14, 15]
+    );
+}
+
+/// Lines of the uses of `Class.name` in a Python `source`.
+fn member_lines(source: &str, class: &str, name: &str) -> Vec<u64> {
+    let lookup = Lookup {
+        name,
+        class: Some(class),
+        python: DEFINED,
+    };
+    uses(Language::Python, source.as_bytes(), &lookup, &unbounded())
+        .expect("parsed")
+        .into_iter()
+        .map(|found| found.line)
+        .collect()
+}
+
+#[test]
+fn python_members_of_one_class() {
+    let source = r#"from .text import Text
+from .segment import Segment
+
+class Console:
+    lines: Text
+
+    def render(self, text: Text, other: "Segment", plain):
+        self.render(text)
+        text.render()
+        other.render()
+        plain.render()
+        made = Text("x")
+        made.render()
+        Segment.render()
+        Text.render(made)
+        self.lines.render()
+        self.cache.render()
+        make().render()
+        return render(text)
+
+class Rich(Text):
+    def show(self):
+        return self.render() or super().render()
+
+class Own(Text):
+    def render(self):
+        return self.render()
+
+def outside(console: Console, text: Text):
+    text.render()
+    console.render()
+"#;
+    // `Text.render`: instances by annotation (9, 30), construction (13) or
+    // class field (16), the class itself (15), a plain name of no known
+    // class (11), and `self` in a subclass that does not override it (23,
+    // both on one line); not `Console`'s own `self` (8), another class
+    // (10, 14, 31), an unknown field or a call's result (17, 18), nor a
+    // plain name (19: a function, not the method).
+    assert_eq!(
+        member_lines(source, "Text", "render"),
+        vec![9, 11, 13, 15, 16, 23, 30]
+    );
+    // `Console.render`: its own `self` (8), an annotated parameter (31).
+    assert_eq!(member_lines(source, "Console", "render"), vec![8, 11, 31]);
+    // `Own.render` is reached through its own `self` (27).
+    assert_eq!(member_lines(source, "Own", "render"), vec![11, 27]);
+}
+
+#[test]
+fn python_members_through_setters_constructors_and_constants() {
+    let source = r#"from .text import Text, DEFAULT_TEXT, Other
+
+def build(text: Text, console=None):
+    text.render = 3
+    Text("x").render()
+    Other("y").render()
+    DEFAULT_TEXT.render()
+    shown = console or Text()
+    shown.render()
+"#;
+    // A property's setter (4), a constructed instance (5), a constant (7),
+    // and `a or Class()` read by its first alternative: `console`, of no
+    // known class (9).
+    assert_eq!(member_lines(source, "Text", "render"), vec![4, 5, 7, 9]);
+    assert_eq!(member_lines(source, "Other", "render"), vec![6, 7, 9]);
+}
+
+#[test]
+fn python_definitions_are_read_from_the_text() {
+    let defined = |source: &str| Defined::in_source(source.as_bytes(), "total");
+    let method = Defined {
+        anywhere: true,
+        as_method: true,
+    };
+    let top = Defined {
+        anywhere: true,
+        as_method: false,
+    };
+    assert_eq!(defined("class A:\n    def total(self):\n"), method);
+    assert_eq!(defined("class A:\n\tasync  def total(self):\n"), method);
+    assert_eq!(defined("def total(x):\n"), top);
+    assert_eq!(defined("x = 1\nclass total:\n    pass\n"), top);
+    // An indented class is not a method: `x.total` is not its use.
+    assert_eq!(defined("if x:\n    class total: pass\n"), top);
+    assert_eq!(
+        defined("class A:\n    def totals(self):\n"),
+        Defined::default()
+    );
+    assert_eq!(defined("    x = total\nundef total\n"), Defined::default());
+    // A name defined nowhere: every occurrence counts, parameters too.
+    let source = "def f(total):\n    return total\n";
+    let lookup = Lookup {
+        name: "total",
+        class: None,
+        python: Defined::default(),
+    };
+    let all = uses(Language::Python, source.as_bytes(), &lookup, &unbounded());
+    assert_eq!(all.expect("parsed").len(), 2);
 }
 
 #[test]
@@ -240,7 +486,7 @@ namespace Shop {
 #[test]
 fn one_entry_per_line_with_the_line_shown() {
     let source = "fn f() { g(); g(); }\n\tfn h() { g() }\n";
-    let all = uses(Language::Rust, source.as_bytes(), "g", &unbounded()).unwrap();
+    let all = uses_of(Language::Rust, source.as_bytes(), "g", &unbounded()).unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].text, "fn f() { g(); g(); }");
     // Tabs and other control characters read as spaces.
@@ -250,7 +496,7 @@ fn one_entry_per_line_with_the_line_shown() {
 #[test]
 fn a_long_line_shows_the_use() {
     let source = format!("const X = [{}target];\n", "1, ".repeat(5_000));
-    let all = uses(
+    let all = uses_of(
         Language::JavaScript,
         source.as_bytes(),
         "target",
@@ -280,7 +526,7 @@ fn whole_words_only() {
 fn deep_nesting_and_a_cancelled_parse_are_bounded() {
     let deep = "(".repeat(100_000) + "target" + &")".repeat(100_000);
     // The tree is walked without recursion.
-    let all = uses(
+    let all = uses_of(
         Language::JavaScript,
         deep.as_bytes(),
         "target",
@@ -292,7 +538,7 @@ fn deep_nesting_and_a_cancelled_parse_are_bounded() {
     cancel.cancel();
     let source = "fn f() { g() }\n".repeat(50_000);
     assert_eq!(
-        uses(
+        uses_of(
             Language::Rust,
             source.as_bytes(),
             "g",

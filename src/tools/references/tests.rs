@@ -109,6 +109,46 @@ fn paging_gives_the_same_order() {
 }
 
 #[test]
+fn python_scopes_follow_the_whole_project() {
+    let (_dir, gate) = temp_project(&[
+        (
+            "shop/cart.py",
+            "class Cart:\n    def total(self):\n        return 1\n\ndef total(items):\n    return sum(items)\n",
+        ),
+        (
+            "shop/report.py",
+            "from shop.cart import Cart, total\n\ndef report(total, cart: Cart, rows):\n    return total\n\ndef main(rows, cart: Cart):\n    print(cart.total(), rows.total)\n    return total(rows)\n",
+        ),
+        (
+            "notes/local.py",
+            "def f(percent):\n    return percent * 2\n",
+        ),
+    ]);
+    // `total` is a method in cart.py, so `rows.total` counts (its class is
+    // not known); the parameter on line 3 and its use on line 4 do not.
+    assert_eq!(
+        places(&find(&gate, &input("total"))),
+        vec![
+            ("shop/report.py".to_string(), 1, None),
+            ("shop/report.py".to_string(), 7, Some("main".to_string())),
+            ("shop/report.py".to_string(), 8, Some("main".to_string())),
+        ]
+    );
+    assert_eq!(
+        places(&find(&gate, &input("Cart.total"))),
+        vec![("shop/report.py".to_string(), 7, Some("main".to_string()))]
+    );
+    // A name no `def` or `class` defines: every occurrence, the parameter too.
+    assert_eq!(
+        places(&find(&gate, &input("percent"))),
+        vec![
+            ("notes/local.py".to_string(), 1, Some("f".to_string())),
+            ("notes/local.py".to_string(), 2, Some("f".to_string())),
+        ]
+    );
+}
+
+#[test]
 fn bad_names_and_offsets_are_refused() {
     let (_dir, gate) = temp_project(&[("a.py", "x = 1\n")]);
     let error = |input: ReferencesInput| {
@@ -118,7 +158,8 @@ fn bad_names_and_offsets_are_refused() {
     };
     assert!(error(input("")).contains("one identifier"));
     assert!(error(input("two words")).contains("one identifier"));
-    assert!(error(input("Order.total")).contains("without a qualifier"));
+    assert!(error(input("Order.total.x")).contains("'Class.name'"));
+    assert!(error(input(".total")).contains("one identifier"));
     assert!(error(input(&"x".repeat(300))).contains("at most 256 characters"));
     assert!(
         error(ReferencesInput {
