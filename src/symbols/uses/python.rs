@@ -40,8 +40,9 @@ use tree_sitter::Node;
 
 use super::super::{NODES_PER_CHECK, ParseBudget, ParseError};
 
-/// Enclosing nodes looked at to tell an identifier's role: assignment
-/// patterns and dotted names nest no deeper in real code, and a hostile
+/// Enclosing nodes looked at to tell an identifier's role, and enclosing
+/// scopes looked at to find a receiver's class: assignment patterns,
+/// dotted names and scopes nest no deeper in real code, and a hostile
 /// nesting costs this much per identifier, not its depth.
 const MAX_CLIMB: usize = 64;
 
@@ -808,7 +809,7 @@ impl<'tree, 'source> Walk<'tree, 'source> {
     /// is, seen from `scope`.
     fn instance_scope(&self, scope: usize, named: &[u8]) -> Option<usize> {
         let mut at = scope;
-        for _ in 0..self.scopes.len() {
+        for _ in 0..MAX_CLIMB {
             let current = &self.scopes[at];
             if let Some(instance) = &current.instance {
                 return (self.text(instance.clone()) == named).then_some(current.parent);
@@ -824,7 +825,7 @@ impl<'tree, 'source> Walk<'tree, 'source> {
     /// The class whose method holds `scope`.
     fn enclosing_class(&self, scope: usize) -> Option<&Class> {
         let mut at = scope;
-        for _ in 0..self.scopes.len() {
+        for _ in 0..MAX_CLIMB {
             let current = &self.scopes[at];
             if current.instance.is_some() || current.class.is_some() {
                 return self.scopes[current.parent]
@@ -843,7 +844,7 @@ impl<'tree, 'source> Walk<'tree, 'source> {
     /// What is known of `named`'s class in `scope` or the scopes around it.
     fn known_type(&self, scope: usize, named: &[u8]) -> Option<bool> {
         let mut at = scope;
-        for _ in 0..self.scopes.len() {
+        for _ in 0..MAX_CLIMB {
             if let Some(&names_class) = self.typed.get(&(at, named)) {
                 return Some(names_class);
             }

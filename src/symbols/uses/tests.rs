@@ -290,12 +290,29 @@ def build(text: Text, console=None):
     DEFAULT_TEXT.render()
     shown = console or Text()
     shown.render()
+    LOCAL_TEXT.render()
+
+LOCAL_TEXT = make()
 "#;
-    // A property's setter (4), a constructed instance (5), a constant (7),
-    // and `a or Class()` read by its first alternative: `console`, of no
-    // known class (9).
-    assert_eq!(member_lines(source, "Text", "render"), vec![4, 5, 7, 9]);
-    assert_eq!(member_lines(source, "Other", "render"), vec![6, 7, 9]);
+    // A property's setter (4), a constructed instance (5), `a or Class()`
+    // read by its first alternative: `console`, of no known class (9), and
+    // a constant of no known class (10); an imported constant is not
+    // followed into its module (7).
+    assert_eq!(member_lines(source, "Text", "render"), vec![4, 5, 9, 10]);
+    assert_eq!(member_lines(source, "Other", "render"), vec![6, 9, 10]);
+}
+
+#[test]
+fn deeply_nested_python_scopes_cost_a_bounded_look_per_use() {
+    // Every lambda holds a use whose receiver's class is looked for in
+    // the scopes around it: 20,000 deep, that look stops early.
+    let depth = 20_000;
+    let source = "f = ".to_string()
+        + &"lambda a: (a.render, ".repeat(depth)
+        + "0"
+        + &")".repeat(depth)
+        + "\n";
+    assert_eq!(member_lines(&source, "Text", "render"), vec![1]);
 }
 
 #[test]
