@@ -712,6 +712,12 @@ PRODUCT_USES = [
 ]
 
 
+ORDER_TOTAL_USES = [
+    {"file": "demo_app/services.py", "line": 18, "in": "apply_discount",
+     "text": "    return round(order.total() * (1 - percent / 100), 2)"},
+]
+
+
 async def references_request(
     client: Client, name: str, expected: list[dict[str, Any]]
 ) -> tuple[str, list[str]]:
@@ -738,6 +744,10 @@ async def references_apply_discount(client: Client, target: Target) -> tuple[str
 
 async def references_product(client: Client, target: Target) -> tuple[str, list[str]]:
     return await references_request(client, "Product", PRODUCT_USES)
+
+
+async def references_order_total(client: Client, target: Target) -> tuple[str, list[str]]:
+    return await references_request(client, "Order.total", ORDER_TOTAL_USES)
 
 
 def passwd_lines() -> list[str]:
@@ -854,6 +864,14 @@ REQUESTS = [
         "demo_app/services.py:6 the import (`in` null), demo_app/services.py:28 in OrderBuilder.add "
         "(a method names its class)",
         references_product,
+    ),
+    Request(
+        11,
+        "who calls the method `Order.total`",
+        "find_symbol_references",
+        lambda t: "exactly 1 use: demo_app/services.py:18 in apply_discount, `order.total()` on the "
+        "parameter annotated `order: Order`; the definition in demo_app/models.py is not a use",
+        references_order_total,
     ),
 ]
 
