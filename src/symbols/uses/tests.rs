@@ -114,12 +114,19 @@ fn python_lines(source: &str, name: &str, as_method: bool) -> Vec<u64> {
         anywhere: true,
         as_method,
     };
-    let lookup = Lookup {
-        name,
-        class: None,
-        python: defined,
-    };
-    uses(Language::Python, source.as_bytes(), &lookup, &unbounded())
+    python_lookup_lines(
+        source,
+        &Lookup {
+            name,
+            class: None,
+            python: defined,
+        },
+    )
+}
+
+/// Lines of the uses `lookup` finds in a Python `source`.
+fn python_lookup_lines(source: &str, lookup: &Lookup<'_>) -> Vec<u64> {
+    uses(Language::Python, source.as_bytes(), lookup, &unbounded())
         .expect("parsed")
         .into_iter()
         .map(|found| found.line)
@@ -217,16 +224,14 @@ def use(order):
 
 /// Lines of the uses of `Class.name` in a Python `source`.
 fn member_lines(source: &str, class: &str, name: &str) -> Vec<u64> {
-    let lookup = Lookup {
-        name,
-        class: Some(class),
-        python: DEFINED,
-    };
-    uses(Language::Python, source.as_bytes(), &lookup, &unbounded())
-        .expect("parsed")
-        .into_iter()
-        .map(|found| found.line)
-        .collect()
+    python_lookup_lines(
+        source,
+        &Lookup {
+            name,
+            class: Some(class),
+            python: DEFINED,
+        },
+    )
 }
 
 #[test]
