@@ -540,9 +540,11 @@ pub fn hit(file: &str, line: u64, text: &str) -> (String, u64, String) {
     (file.to_string(), line, text.to_string())
 }
 
-/// Polls `condition` until it holds; panics with `what` after 20 s.
+/// Polls `condition` until it holds; panics with `what` after 60 s (a
+/// debug build under Wine on two busy cores can take 20 s to write a cache).
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..400 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         if condition() {
             return;
         }
