@@ -284,7 +284,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
     let mut scrub = Scrub::new(shared);
     let mut ready = Some(built);
     loop {
-        let Some(batch) = next_unread(shared, &mut indexer, scrub.due(), &mut ready) else {
+        let Some(batch) = next_unread(shared, &mut indexer, &mut scrub, &mut ready) else {
             return;
         };
         if batch.is_empty() {
@@ -341,13 +341,13 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
 
 /// Waits until files wait for the background indexing and takes a batch,
 /// looking again at entries whose stamps were not trusted yet as they
-/// settle, or until `scrub_due` with nothing to read and no call running
+/// settle, or until the scrub is due with nothing to read and no call running
 /// (then the batch is empty); logs `ready` once the index covers the tree.
 /// `None` once the model is dropped or switched off.
 fn next_unread(
     shared: &Shared,
     indexer: &mut Indexer,
-    scrub_due: Instant,
+    scrub: &mut Scrub,
     ready: &mut Option<Built>,
 ) -> Option<Vec<(String, Stamp, SystemTime)>> {
     let mut state = shared.state.lock().ok()?;
@@ -373,7 +373,8 @@ fn next_unread(
         }
         let now = Instant::now();
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
-        if now >= scrub_due && !calls {
+        let scrub_due = scrub.due(shared, live);
+        if scrub_due.is_some_and(|due| now >= due) && !calls {
             return Some(Vec::new());
         }
         // Woken by a call that left files unread, or by the model's drop;
@@ -381,10 +382,10 @@ fn next_unread(
         // (once the calls running are done), and looks again at stamps not
         // trusted yet as soon as they can be.
         let unsettled = live.tree.has_unsettled();
-        let wait = if now >= scrub_due {
-            Duration::from_millis(100)
-        } else {
-            scrub_due.saturating_duration_since(now)
+        let wait = match scrub_due {
+            Some(due) if now >= due => Duration::from_millis(100),
+            Some(due) => due.saturating_duration_since(now),
+            None => Duration::from_secs(5),
         };
         let wait = if unsettled {
             wait.min(SETTLE_STEP)

@@ -8,11 +8,16 @@
 //! long such an answer can stay wrong: every indexed file is looked at
 //! again within `files / SAMPLE_FILES` scrubs.
 //!
+//! The scrub runs only after `scrub_every` without a call starting, and
+//! stops once it has looked at every id: a server with no calls and no
+//! changes then does no work at all.
+//!
 //! A segment found wrong loses its files (each becomes unread: a candidate
 //! the searcher verifies, until the background indexing reads it again)
 //! and the root's committed segments are given up, so the next session
 //! builds them again.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::indexer::Indexer;
@@ -32,7 +37,11 @@ const MAX_IDS_LOOKED_AT: u32 = 4096;
 /// Where the scrub goes on, and when it is due.
 pub(super) struct Scrub {
     next_id: u32,
+    /// Ids looked at so far: the scrub is over once every id was.
+    looked_at: u32,
     due: Instant,
+    /// Calls started when `due` was set: a call since puts it off.
+    calls_seen: usize,
 }
 
 /// One indexed file to read again: its base id, name and the stamp its
@@ -47,13 +56,22 @@ impl Scrub {
     pub(super) fn new(shared: &Shared) -> Self {
         Scrub {
             next_id: 0,
+            looked_at: 0,
             due: Instant::now() + shared.scrub_every,
+            calls_seen: shared.calls_started.load(Ordering::Relaxed),
         }
     }
 
-    /// When the next scrub is due.
-    pub(super) fn due(&self) -> Instant {
-        self.due
+    /// When the next scrub of `live`'s index is due: `scrub_every` after
+    /// the last call started (idle time only), or never once every id was
+    /// looked at.
+    pub(super) fn due(&mut self, shared: &Shared, live: &Live) -> Option<Instant> {
+        let calls = shared.calls_started.load(Ordering::Relaxed);
+        if calls != self.calls_seen {
+            self.calls_seen = calls;
+            self.due = Instant::now() + shared.scrub_every;
+        }
+        (self.looked_at < live.base.end_id()).then_some(self.due)
     }
 
     /// Reads the next sample again and drops the segment of any file that
@@ -126,7 +144,7 @@ impl Scrub {
     }
 
     /// The next indexed files of mapped segments that still hold their ids,
-    /// from where the last scrub stopped (round the ids again at the end).
+    /// from where the last scrub stopped, until every id was looked at.
     fn sample(&mut self, shared: &Shared) -> Option<Vec<Sample>> {
         let state = shared.state.lock().ok()?;
         let State::Ready(live) = &*state else {
@@ -137,9 +155,10 @@ impl Scrub {
         // Each id is looked at once per scrub at most, and a bounded number
         // of them while the lock is held (ids built in memory are passed).
         for _ in 0..end.min(MAX_IDS_LOOKED_AT) {
-            if samples.len() == SAMPLE_FILES {
+            if samples.len() == SAMPLE_FILES || self.looked_at >= end {
                 break;
             }
+            self.looked_at += 1;
             let id = if self.next_id >= end { 0 } else { self.next_id };
             self.next_id = id + 1;
             let Some((_, file)) = live.base.mapped_file(id) else {
@@ -153,6 +172,11 @@ impl Scrub {
             if holds_its_base_id(live, &sample) {
                 samples.push(sample);
             }
+        }
+        if self.looked_at >= end {
+            tracing::debug!(
+                "index cache: the scrub's last round, every one of {end} ids looked at"
+            );
         }
         Some(samples)
     }

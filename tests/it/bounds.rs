@@ -518,6 +518,63 @@ async fn cancelled_searches_stop_working_on(written: Written) {
     finish_with_no_late_answers(server).await;
 }
 
+/// A session served from the cache scrubs its segments in idle time (here
+/// on a fast pace), once through every id; after that, with no calls and
+/// no changes, the server does no work at all.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_idle_server_stops_working_once_its_scrub_has_looked_at_every_file() {
+    let project = TempProject::new();
+    for i in 0..300 {
+        project.write(
+            &format!("d{}/f{i:03}.txt", i % 10),
+            &format!("word{i} text\n"),
+        );
+    }
+    crate::common::let_stamps_settle().await;
+    let writer_log = project.outside().join("writer.log");
+    let mut writer = RawServer::start(
+        &project.root,
+        &[
+            "--log-level",
+            "debug",
+            "--log-file",
+            writer_log.to_str().unwrap(),
+        ],
+    );
+    writer.initialize("2025-06-18").await;
+    wait_for_index(&writer_log).await;
+    writer.finish().await;
+
+    let log = project.outside().join("server.log");
+    let mut server = RawServer::start_with(
+        &project.root,
+        &["--log-level", "debug", "--log-file", log.to_str().unwrap()],
+        &[("MCP_PROJECT_HELPER_SCRUB_MS", "20")],
+    );
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
+    assert!(
+        crate::common::log_holds(&log, "segments used: 300 files unchanged", Duration::ZERO).await,
+        "the session was served from the cache:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let last_round = "the scrub's last round, every one of 300 ids looked at";
+    assert!(
+        crate::common::log_holds(&log, last_round, Duration::from_secs(60)).await,
+        "the scrub looked at every id:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // Its last round's reads end at once; then nothing is left to do.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = cpu_ticks(pid) - before;
+    assert!(idle <= 2, "{idle} ticks of work in 2 s of idle time");
+    server.finish().await;
+}
+
 /// CPU ticks of one call of `tool` run to its end, and of twelve more
 /// cancelled right after they were sent, with what they left to do.
 #[cfg(target_os = "linux")]

@@ -238,7 +238,15 @@ pub struct RawServer {
 
 impl RawServer {
     pub fn start(root: &Path, args: &[&str]) -> RawServer {
-        Self::spawn(server_command(Some(root), args))
+        Self::start_with(root, args, &[])
+    }
+
+    /// With settings variables of the test's own (`server_command` clears
+    /// the caller's).
+    pub fn start_with(root: &Path, args: &[&str], env: &[(&str, &str)]) -> RawServer {
+        let mut command = server_command(Some(root), args);
+        command.envs(env.iter().copied());
+        Self::launch(command)
     }
 
     /// Drives any command that runs the server (under another user, say);
@@ -247,6 +255,10 @@ impl RawServer {
         for name in SETTINGS_ENV {
             command.env_remove(name);
         }
+        Self::launch(command)
+    }
+
+    fn launch(mut command: Command) -> RawServer {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
