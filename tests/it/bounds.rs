@@ -528,7 +528,7 @@ async fn an_idle_server_stops_working_once_its_scrub_has_looked_at_every_file() 
     for i in 0..300 {
         project.write(
             &format!("d{}/f{i:03}.txt", i % 10),
-            &format!("word{i} text\n"),
+            format!("word{i} text\n"),
         );
     }
     crate::common::let_stamps_settle().await;
