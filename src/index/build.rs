@@ -1,36 +1,37 @@
 //! The build: walks the root into the file list, hands it to calls, then
-//! reads and indexes every file on the side and installs the index.
+//! serves the index kept on disk or reads and indexes every file on the
+//! side, installing the index a run of files at a time.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
-use super::base::{BaseIndex, Layer, SPILL_BYTES};
-use super::cache::{RootCache, segment_bound};
-use super::indexer::Indexer;
+use super::base::{BaseIndex, Layer};
+use super::cache::{Committed, segment_bound};
+use super::indexer::{Indexer, Read};
 use super::live::Live;
+use super::merge::{FULL_BYTES, Input, merge};
 use super::ngram::{FileGrams, GramFilter};
 use super::os::{log_filters_left_out, lower_priority, return_freed_memory};
 use super::pacer::Pacer;
-use super::postings::{Shard, ShardBuilder};
+use super::postings::ListBuilder;
 use super::restore::{Restored, restore};
-use super::save::{SegmentWriter, records};
-use super::scrub::Scrub;
+use super::save::SegmentWriter;
+use super::segment::{FileRecord, FilterBits, Segment, encode};
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
-use super::watch::{ChangeWatcher, Changes};
+use super::watch::ChangeWatcher;
 use super::{Shared, State};
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
 
-/// (trigram, file) pairs collected before a shard is sealed: 16 bytes of
-/// scratch each while sorting, so the build's scratch stays near 8 MiB
-/// (unless one file alone has more). Smaller shards would not lower the
-/// peak: every shard repeats the trigrams it shares with the others, and
-/// the shards are merged into one (when written as a segment, or at the
-/// end), a group of trigrams at a time, each group of the parts freed once
-/// merged. Unit tests' trees are small: there shards are small too.
-pub(super) const SHARD_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
+/// (trigram, file) pairs collected before a part of a run is sealed: 8
+/// bytes each, and as much again while sorting, so the build's scratch
+/// stays near 8 MiB (unless one file alone has more). A run's parts are
+/// merged into one segment when they reach [`FULL_BYTES`]. Unit tests'
+/// trees are small: there parts are small too.
+pub(super) const PART_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
 
 /// Switches the model off (calls then scan the tree): what it held goes
 /// back to the system, not only to the allocator.
@@ -61,7 +62,7 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 const MANY_FOLDERS: usize = 10_000;
 
 /// What the build says once the index covers the tree (see
-/// [`keep_indexing`], which logs it).
+/// `background.rs`, which logs it).
 pub(super) struct Built {
     pub(super) summary: String,
     pub(super) started: Instant,
@@ -70,8 +71,9 @@ pub(super) struct Built {
 /// Builds the model in two steps, so that find and list answer from the
 /// file list long before the contents are indexed: walks the root (the
 /// walker's own sorted walk) into the file list and hands it to calls, then
-/// reads and indexes every file on the side and installs the index. `None`
-/// when cancelled, over the memory limit, or the root cannot be walked.
+/// serves the committed index from disk, or reads and indexes every file
+/// on the side. `None` when cancelled, over the memory limit, or the root
+/// cannot be walked.
 pub(super) fn build(shared: &Shared) -> Option<Built> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
@@ -92,48 +94,33 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     }
     let list_bytes = live.bytes();
     let cache = shared.cache.get();
-    if let Some((cache, budget)) = cache
+    if let Some((cache, _)) = cache
         && shared.restoring.load(Ordering::Acquire)
         && let Some(restored) = restore(
             cache,
             &mut live,
-            segment_bound(listed.files.len() as u64, listed.bytes).min(*budget),
+            segment_bound(listed.files.len() as u64, listed.bytes).min(cache_budget(shared)),
         )
     {
-        let from_cache = FromCache {
-            cache,
-            budget: *budget,
-            restored,
-            started,
-        };
-        return serve_from_cache(shared, &mut pacer, live, listed, from_cache);
+        return serve_from_cache(shared, live, restored, started);
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     // The cache could not be used: this is a build after all.
     serving(shared);
-    let mut writer = cache.and_then(|(cache, budget)| SegmentWriter::open(cache, *budget));
-    let indexed = index_contents(
-        shared,
-        &mut pacer,
-        listed,
-        list_bytes,
-        writer.as_mut(),
-        true,
-    )?;
-    if let Some(writer) = writer
-        && indexed.on_disk
-    {
-        writer.commit();
-    }
+    let budget = cache_budget(shared);
+    let mut writer = cache.and_then(|(cache, _)| SegmentWriter::open(cache, budget, 0));
+    let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
         return None;
     };
-    adopt_all(live, indexed.files);
+    if let Some(writer) = writer
+        && let Some(layers) = stored_layers(live)
+    {
+        writer.commit(&layers);
+    }
     live.tree.finish_listing();
-    live.base.append(indexed.base);
     live.without_filters = indexed.without_filters;
-    let read = indexed.files_indexed;
     if !live.fits(shared.limit_bytes) {
         tracing::info!(
             "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
@@ -141,10 +128,11 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
         );
         return None;
     }
-    let bytes = live.bytes();
     let summary = format!(
-        "{read} files indexed, {} bytes read, index {bytes} bytes, built in {} ms",
+        "{} files indexed, {} bytes read, index {} bytes, built in {} ms",
+        indexed.files_indexed,
         indexed.bytes_read,
+        live.bytes(),
         started.elapsed().as_millis()
     );
     drop(state);
@@ -152,27 +140,45 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     Some(Built { summary, started })
 }
 
-/// The segment a build starts from.
-struct FromCache<'a> {
-    cache: &'a RootCache,
-    budget: u64,
-    restored: Restored,
-    started: Instant,
+/// The disk budget of all roots' cache folders, in bytes.
+pub(super) fn cache_budget(shared: &Shared) -> u64 {
+    shared.cache.get().map_or(0, |(_, budget)| *budget)
 }
 
-/// Files read and adopted at a time while the segment already serves.
-const ADOPT_BATCH: usize = 256;
+/// Every layer of `live` as the manifest names it, with its dead ids;
+/// `None` while one is held on the heap only.
+pub(super) fn stored_layers(live: &Live) -> Option<Vec<Committed>> {
+    live.base
+        .layers()
+        .iter()
+        .map(|layer| {
+            let mut dead: Vec<std::ops::Range<u32>> = Vec::new();
+            for local in 0..layer.segment.file_count() {
+                if !live.tree.is_dead(layer.first_id + local) {
+                    continue;
+                }
+                match dead.last_mut() {
+                    Some(run) if run.end == local => run.end += 1,
+                    _ => dead.push(local..local + 1),
+                }
+            }
+            Some(Committed {
+                dead,
+                ..Committed::new(layer.stored.clone()?, layer.first_id)
+            })
+        })
+        .collect()
+}
 
-/// Serves `live` (its base the cache's segment) at once, then reads the
-/// files the segment does not know in their current version, a batch at a
-/// time (until then they are candidates), and writes the segment again
-/// when it is out of date. `None` when cancelled or over the memory limit.
+/// Serves `live` (its layers the cache's segments) at once. The files the
+/// segments do not hold in their current version are left to the
+/// background, which reads them into new layers (until then they are
+/// candidates). `None` when over the memory limit.
 fn serve_from_cache(
     shared: &Shared,
-    pacer: &mut Pacer,
     mut live: Live,
-    listed: Listed,
-    from_cache: FromCache,
+    restored: Restored,
+    started: Instant,
 ) -> Option<Built> {
     if !live.fits(shared.limit_bytes) {
         tracing::info!(
@@ -181,248 +187,334 @@ fn serve_from_cache(
         );
         return None;
     }
-    let to_read: Vec<String> = listed
-        .files
-        .iter()
-        .filter(|relative| {
-            live.tree.get(relative).is_some_and(|(_, node)| {
-                matches!(
-                    node.content,
-                    Content::Always | Content::Unread | Content::Listed
-                )
-            })
-        })
-        .cloned()
-        .collect();
-    let root = shared.gate.root();
     tracing::debug!(
         "index: serving from the cache after {} ms; {} changed or new files to read",
-        from_cache.started.elapsed().as_millis(),
-        to_read.len()
+        started.elapsed().as_millis(),
+        live.tree.loose_count(),
+    );
+    live.tree.finish_listing();
+    let summary = format!(
+        "the cache's segments ({} files unchanged) and the files changed since",
+        restored.unchanged
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     serving(shared);
+    Some(Built { summary, started })
+}
+
+/// Gives the model what the build read of `files`; ids of files a call
+/// re-read meanwhile are dead.
+fn adopt_all(live: &mut Live, files: Vec<(String, Stamp, Content)>) {
+    for (relative, stamp, content) in files {
+        let id = match content {
+            Content::Base(id) => Some(id),
+            _ => None,
+        };
+        if !live.tree.adopt(&relative, stamp, content)
+            && let Some(id) = id
+        {
+            live.tree.lose_id(id);
+        }
+    }
+}
+
+/// The files of one part of a run: their lists, and what their records
+/// hold, from the part's first id on.
+struct Part {
+    first_id: u32,
+    lists: ListBuilder,
+    files: Vec<(String, Stamp, Option<GramFilter>)>,
+}
+
+impl Part {
+    fn new(first_id: u32, pairs: usize) -> Self {
+        Part {
+            first_id,
+            lists: ListBuilder::new(pairs),
+            files: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, relative: &str, stamp: Stamp, grams: FileGrams) -> u32 {
+        let id = self.first_id + self.lists.files();
+        self.lists.add(&grams.trigrams);
+        self.files.push((relative.to_string(), stamp, grams.filter));
+        id
+    }
+
+    /// The part as a segment held on the heap.
+    fn seal(self, root: &str) -> Option<Segment> {
+        let records: Vec<FileRecord> = self
+            .files
+            .iter()
+            .map(|(name, stamp, filter)| FileRecord {
+                name,
+                stamp: *stamp,
+                filter: filter.as_ref().map(|filter| {
+                    let (case, words) = filter.parts();
+                    FilterBits::of_words(case, words)
+                }),
+            })
+            .collect();
+        let bytes = encode(root, &records, self.lists.finish());
+        match bytes.and_then(|bytes| Segment::from_bytes(bytes, root)) {
+            Ok(segment) => Some(segment),
+            Err(error) => {
+                tracing::info!("index: a part of the build could not be made ({error})");
+                None
+            }
+        }
+    }
+}
+
+/// Segments of consecutive ids (a run's parts, in order) as one: a query
+/// then looks each trigram up once, not once per part.
+fn join(root: &str, mut parts: Vec<Segment>, pause: &mut dyn FnMut()) -> Option<Segment> {
+    if parts.len() == 1 {
+        return parts.pop();
+    }
+    let inputs: Vec<Input> = parts
+        .iter()
+        .map(|segment| Input {
+            segment,
+            alive: vec![true; segment.file_count() as usize],
+        })
+        .collect();
+    let joined = merge(root, &inputs, false, pause)
+        .and_then(|merged| Segment::from_bytes(merged.bytes, root));
+    match joined {
+        Ok(segment) => Some(segment),
+        Err(error) => {
+            tracing::info!("index: a run of the build could not be made ({error})");
+            None
+        }
+    }
+}
+
+/// What indexing the listed files found.
+pub(super) struct Indexed {
+    /// Files read and indexed.
+    pub(super) files_indexed: usize,
+    pub(super) bytes_read: u64,
+    /// The filters were left out to stay within the memory limit.
+    pub(super) without_filters: bool,
+}
+
+/// A run of files read and not yet installed: its parts, its files and
+/// the other names of files read before.
+#[derive(Default)]
+struct Run {
+    /// The id of its first part's first file.
+    first_id: u32,
+    parts: Vec<Segment>,
+    parts_bytes: usize,
+    files: Vec<(String, Stamp, Content)>,
+    other_names: Vec<(u32, String, Stamp)>,
+}
+
+impl Run {
+    /// Seals `part` and adds it; `None` when it cannot be made.
+    fn push(&mut self, part: Part, root: &str) -> Option<()> {
+        if self.parts.is_empty() {
+            self.first_id = part.first_id;
+        }
+        let sealed = part.seal(root)?;
+        self.parts_bytes += sealed.heap_bytes();
+        self.parts.push(sealed);
+        Some(())
+    }
+}
+
+/// Reads and indexes `files` in order, without holding the model: calls go
+/// on meanwhile. Files are sealed into parts as their lists fill; parts
+/// are joined into a run of about [`FULL_BYTES`], which is written to the
+/// cache (with a `writer`) and installed in the model at once with its
+/// files, so that searches read only the candidates of the part of the
+/// tree indexed so far. `None` when cancelled or over the memory limit
+/// (`list_bytes` being the file list's share).
+pub(super) fn index_contents(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    listed: Listed,
+    list_bytes: usize,
+    mut writer: Option<&mut SegmentWriter>,
+) -> Option<Indexed> {
+    let root_path = shared.gate.root();
+    let root = super::segment::root_text(root_path);
     let mut indexer = Indexer::default();
-    let mut batch = Vec::with_capacity(ADOPT_BATCH);
-    for (at, relative) in to_read.iter().enumerate() {
+    // A small memory limit bounds the sort's scratch too (a quarter of it).
+    let part_pairs = PART_PAIRS.min(shared.limit_bytes / 64).max(1024);
+    // Filters are left out from the start unless the file list, trigrams
+    // of about a tenth of the bytes (6-7 % measured on source trees; at
+    // most a run and its join) and the filters all fit: building them
+    // only to drop them costs the build most of its time on a large tree.
+    let run_bytes = FULL_BYTES.min(shared.limit_bytes / 8);
+    let trigram_estimate = usize::try_from(listed.bytes / 10)
+        .unwrap_or(usize::MAX)
+        .min(2 * run_bytes);
+    let without_filters = list_bytes
+        .saturating_add(trigram_estimate)
+        .saturating_add(listed.filter_bytes)
+        > shared.limit_bytes;
+    if without_filters {
+        log_filters_left_out(shared.limit_bytes);
+    }
+    indexer.without_filters = without_filters;
+    // Each file with several names, by the stamp its first name was read
+    // with: its id, or `None` when the searcher would skip it.
+    let mut linked: HashMap<Stamp, Option<u32>> = HashMap::new();
+    let mut part = Part::new(0, part_pairs);
+    let mut run = Run::default();
+    let mut files_indexed = 0;
+    for relative in listed.files {
         if shared.cancelled.load(Ordering::Relaxed) {
             return None;
         }
         pacer.yield_to_calls(shared);
-        let (stamp, settled, content) =
-            indexer.read_after(&shared.gate, &root.join(relative), None, |_| None);
-        if let Some(stamp) = stamp.filter(|_| settled) {
-            batch.push((relative, stamp, content));
+        let (stamp, settled, read) =
+            indexer.read_unless_known(&shared.gate, &root_path.join(&relative), |stamp| {
+                Some(linked.get(stamp)?.map_or(Content::Skipped, Content::Linked))
+            });
+        let Some(stamp) = stamp.filter(|_| settled) else {
+            continue;
+        };
+        let content = match read {
+            Read::Content(Content::Linked(id)) => {
+                run.other_names.push((id, relative.clone(), stamp));
+                Content::Linked(id)
+            }
+            Read::Grams(grams) => {
+                // Sealed before it would outgrow its room, so that the
+                // pairs are never reallocated at twice the size.
+                if part.lists.pairs() > 0 && part.lists.pairs() + grams.trigrams.len() > part_pairs
+                {
+                    let next = Part::new(part.first_id + part.lists.files(), part_pairs);
+                    run.push(std::mem::replace(&mut part, next), &root)?;
+                    if run.parts_bytes >= run_bytes {
+                        install_run(shared, pacer, &root, std::mem::take(&mut run), &mut writer)?;
+                    }
+                    // The sort's scratch is gone: without this, the
+                    // freed pages stay with the process until the end.
+                    return_freed_memory();
+                }
+                files_indexed += 1;
+                let id = part.add(&relative, stamp, grams);
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, Some(id));
+                }
+                Content::Base(id)
+            }
+            Read::Content(Content::Skipped) => {
+                if stamp.linked_identity().is_some() {
+                    linked.insert(stamp, None);
+                }
+                Content::Skipped
+            }
+            Read::Content(other) => other,
+        };
+        run.files.push((relative, stamp, content));
+        let held = list_bytes + run.parts_bytes + part.lists.pairs() * 16 + model_bytes(shared)?;
+        if held > shared.limit_bytes && !indexer.without_filters {
+            // The filters go first: the trigrams alone still give exact
+            // answers.
+            indexer.without_filters = true;
+            log_filters_left_out(shared.limit_bytes);
+            if let Ok(mut state) = shared.state.lock()
+                && let State::Ready(live) = &mut *state
+            {
+                live.without_filters = true;
+                live.fits(usize::MAX);
+            }
         }
-        if batch.len() == ADOPT_BATCH || at + 1 == to_read.len() {
-            let mut state = shared.state.lock().ok()?;
-            let State::Ready(live) = &mut *state else {
-                return None;
-            };
-            for (relative, stamp, content) in batch.drain(..) {
-                live.tree.adopt(relative, stamp, content);
-            }
-            if !live.fits(shared.limit_bytes) {
-                tracing::info!(
-                    "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree",
-                    live.bytes() / (1024 * 1024)
-                );
-                return None;
-            }
+        if held > shared.limit_bytes {
+            tracing::info!(
+                "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+                shared.limit_bytes / (1024 * 1024)
+            );
+            return None;
         }
     }
-    let held = match &mut *shared.state.lock().ok()? {
-        State::Ready(live) => {
-            live.tree.finish_listing();
-            live.bytes()
-        }
-        _ => return None,
-    };
-    let summary = format!(
-        "the cache's segments and {} files read, in {} ms",
-        to_read.len(),
-        from_cache.started.elapsed().as_millis()
-    );
-    if from_cache.restored.is_stale(to_read.len()) {
-        // Written on the side, never installed: the next session starts
-        // from it. What the model holds counts against the limit too.
-        if let Some(mut writer) = SegmentWriter::open(from_cache.cache, from_cache.budget)
-            && let Some(indexed) =
-                index_contents(shared, pacer, listed, held, Some(&mut writer), false)
-            && indexed.on_disk
-        {
-            writer.commit();
-        }
-        return_freed_memory();
+    if part.lists.files() > 0 {
+        run.push(part, &root)?;
     }
-    Some(Built {
-        summary,
-        started: from_cache.started,
+    let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
+    // Its buffers and the table of linked files go before the last join,
+    // the build's peak.
+    drop(indexer);
+    drop(linked);
+    install_run(shared, pacer, &root, run, &mut writer)?;
+    Some(Indexed {
+        files_indexed,
+        bytes_read,
+        without_filters,
     })
 }
 
-/// Files the background indexing reads between two looks at the model.
-const UNREAD_BATCH: usize = 64;
-
-/// How often the background looks again at entries whose stamps it could
-/// not trust yet: just over the finest tick's doubt (0.1 s), so that a
-/// file written right before the build is indexed a moment after it.
-const SETTLE_STEP: Duration = Duration::from_millis(120);
-
-/// After the build: reads the files calls found changed, and those whose
-/// stamps were too new to trust once they settle (looked at again on a
-/// timer, not only by the next call), off the calls' path, and gives the
-/// model their grams, until the model is dropped or switched off. Until
-/// then such a file is a candidate the searcher verifies, as the scan
-/// would. Says "index ready" once the index covers the tree. The model's
-/// lock is held only to take a batch and to hand back what was read;
-/// reading yields to calls.
-pub(super) fn keep_indexing(shared: &Shared, built: Built) {
-    let root = shared.gate.root();
-    let mut pacer = Pacer::default();
-    let mut indexer = Indexer::default();
-    let mut scrub = Scrub::new(shared);
-    let mut ready = Some(built);
-    loop {
-        let Some(batch) = next_unread(shared, &mut indexer, &mut scrub, &mut ready) else {
-            return;
-        };
-        if batch.is_empty() {
-            // Idle for the scrub's pace.
-            if scrub.run(shared, &mut pacer, &mut indexer).is_none() {
-                return;
-            }
-            continue;
-        }
-        let mut read = Vec::with_capacity(batch.len());
-        for (relative, stamp, first_seen) in batch {
-            if shared.cancelled.load(Ordering::Relaxed) {
-                return;
-            }
-            pacer.yield_to_calls(shared);
-            let path = root.join(&relative);
-            let (now, trusted, content) =
-                indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), |_| None);
-            // Changed since the list saw it: a call will see the change and
-            // queue it again; meanwhile it is always a candidate.
-            let content = if now == Some(stamp) && trusted {
-                content
-            } else {
-                Content::Always
-            };
-            read.push((relative, stamp, content));
-        }
-        let Ok(mut state) = shared.state.lock() else {
-            return;
-        };
-        let State::Ready(live) = &mut *state else {
-            return;
-        };
-        for (relative, stamp, content) in read {
-            live.tree.adopt(&relative, stamp, content);
-        }
-        if !live.fits(shared.limit_bytes) {
-            tracing::info!(
-                "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
-                live.bytes() / (1024 * 1024)
-            );
-            switch_off(&mut state);
-            return;
-        }
-        let idle = !live.tree.has_unread();
-        drop(state);
-        if idle {
-            // What replaced files' grams held is free now: give it back,
-            // so that churn does not leave the process larger.
-            return_freed_memory();
-        }
+/// What the model holds now, in bytes; `None` once it is gone.
+fn model_bytes(shared: &Shared) -> Option<usize> {
+    match &*shared.state.lock().ok()? {
+        State::Ready(live) => Some(live.bytes()),
+        _ => None,
     }
 }
 
-/// Waits until files wait for the background indexing and takes a batch,
-/// looking again at entries whose stamps were not trusted yet as they
-/// settle, or until the scrub is due with nothing to read and no call running
-/// (then the batch is empty); logs `ready` once the index covers the tree.
-/// `None` once the model is dropped or switched off.
-fn next_unread(
+/// Joins `run`'s parts into one segment, writes it to the cache (when a
+/// `writer` is still held: one that fails is let go, and the run stays on
+/// the heap) and hands it to the model with its files. `None` when the
+/// model is gone.
+fn install_run(
     shared: &Shared,
-    indexer: &mut Indexer,
-    scrub: &mut Scrub,
-    ready: &mut Option<Built>,
-) -> Option<Vec<(String, Stamp, SystemTime)>> {
+    pacer: &mut Pacer,
+    root: &str,
+    run: Run,
+    writer: &mut Option<&mut SegmentWriter>,
+) -> Option<()> {
+    let Run {
+        first_id,
+        parts,
+        files,
+        other_names,
+        ..
+    } = run;
+    let layer = match parts.is_empty() {
+        true => None,
+        false => {
+            let joined = join(root, parts, &mut || pacer.yield_to_calls(shared))?;
+            let mut layer = Layer {
+                first_id,
+                segment: Arc::new(joined),
+                stored: None,
+            };
+            if let Some(into) = writer.as_deref_mut() {
+                match into.store(&layer.segment) {
+                    Ok((name, mapped)) => {
+                        layer.segment = Arc::new(mapped);
+                        layer.stored = Some(name);
+                    }
+                    Err(error) => {
+                        tracing::info!(
+                            "index cache: not written ({error}); the index stays in memory"
+                        );
+                        shared.cache_given_up.store(true, Ordering::Relaxed);
+                        *writer = None;
+                    }
+                }
+            }
+            Some(layer)
+        }
+    };
     let mut state = shared.state.lock().ok()?;
-    loop {
-        if shared.cancelled.load(Ordering::Relaxed) {
-            return None;
-        }
-        let State::Ready(live) = &mut *state else {
-            return None;
-        };
-        if live.tree.has_unread() {
-            indexer.without_filters = live.without_filters;
-            return Some(live.tree.unread(UNREAD_BATCH));
-        }
-        if live.tree.is_covered()
-            && let Some(built) = ready.take()
-        {
-            tracing::debug!(
-                "index ready: {}, the tree covered in {} ms",
-                built.summary,
-                built.started.elapsed().as_millis()
-            );
-        }
-        let now = Instant::now();
-        let calls = shared.calls.load(Ordering::Relaxed) > 0;
-        let scrub_due = scrub.due(shared, live);
-        if scrub_due.is_some_and(|due| now >= due) && !calls {
-            return Some(Vec::new());
-        }
-        // Woken by a call that left files unread, or by the model's drop;
-        // the timeout guards against a missed wake-up, brings the scrub
-        // (once the calls running are done), and looks again at stamps not
-        // trusted yet as soon as they can be.
-        let unsettled = live.tree.has_unsettled();
-        let wait = match scrub_due {
-            Some(due) if now >= due => Duration::from_millis(100),
-            Some(due) => due.saturating_duration_since(now),
-            None => Duration::from_secs(5),
-        };
-        let wait = if unsettled {
-            wait.min(SETTLE_STEP)
-        } else {
-            wait
-        };
-        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(5));
-        let (mut woken, timeout) = shared.unread.wait_timeout(state, wait).ok()?;
-        // A call in progress looks at them itself.
-        if unsettled && timeout.timed_out() && shared.calls.load(Ordering::Relaxed) == 0 {
-            settle(shared, &mut woken)?;
-        }
-        state = woken;
-    }
-}
-
-/// Looks again at the entries whose stamps were not trusted yet, as a call
-/// would: those trusted now become files to read. `None` when that took
-/// the model over its memory limit (it is switched off).
-fn settle(shared: &Shared, state: &mut State) -> Option<()> {
-    let State::Ready(live) = state else {
+    let State::Ready(live) = &mut *state else {
         return None;
     };
-    let changed = live.tree.refresh(Changes::Paths(Vec::new()), &shared.gate);
-    match changed {
-        // The tree changed under the look: the next call sweeps.
-        None => live.sweep_owed = true,
-        Some(changed) if changed > 0 && !live.fits(shared.limit_bytes) => {
-            tracing::info!(
-                "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
-                live.bytes() / (1024 * 1024)
-            );
-            switch_off(state);
-            return None;
-        }
-        Some(_) => {}
+    if let Some(layer) = layer {
+        live.base.insert(layer);
     }
+    for (id, relative, stamp) in &other_names {
+        live.base.push_other_name(*id, relative, stamp);
+    }
+    live.base.seal();
+    adopt_all(live, files);
     Some(())
 }
 
@@ -515,7 +607,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     let live = Live {
         tree,
         sweep_owed: false,
-        base: BaseIndex::default(),
+        base: BaseIndex::new(super::segment::root_text(root)),
         watcher,
         without_filters: false,
     };
@@ -549,228 +641,6 @@ fn serving(shared: &Shared) {
     shared.restoring.store(false, Ordering::Release);
     shared.left_building.notify_all();
     lower_priority();
-}
-
-/// Hands the segments `base` holds (all of its ids so far) and their files
-/// to the model; `base` then holds what follows. `None` when the model is
-/// gone.
-fn install_written(
-    shared: &Shared,
-    base: &mut BaseIndex,
-    files: &mut Vec<(String, Stamp, Content)>,
-) -> Option<()> {
-    let written = std::mem::replace(base, BaseIndex::starting_at(base.names_from));
-    let mut state = shared.state.lock().ok()?;
-    let State::Ready(live) = &mut *state else {
-        return None;
-    };
-    live.base.append(written);
-    adopt_all(live, std::mem::take(files));
-    Some(())
-}
-
-/// Gives the model what the build read of `files`.
-fn adopt_all(live: &mut Live, files: Vec<(String, Stamp, Content)>) {
-    for (relative, stamp, content) in files {
-        let indexed = matches!(content, Content::Base(_));
-        if !live.tree.adopt(&relative, stamp, content) && indexed {
-            // A call re-read it meanwhile: its base name is out of date.
-            live.tree.lose_base(&relative);
-        }
-    }
-}
-
-/// Writes `parts` (the lists of the files `files` holds from their first
-/// id on) as one segment that becomes `base`'s next layer; true when
-/// written. When it cannot be, the parts stay in memory, merged.
-fn spill(
-    writer: &mut SegmentWriter,
-    base: &mut BaseIndex,
-    parts: &mut Vec<Shard>,
-    files: &[(String, Stamp, Content)],
-) -> bool {
-    let merged = Shard::merge(std::mem::take(parts));
-    let written = match records(base, files, merged.id_range()) {
-        Some(records) => writer
-            .write(&merged, &records)
-            .map_err(|error| error.to_string()),
-        None => Err("the build's ids do not follow its files".to_string()),
-    };
-    match written {
-        Ok(layer) => {
-            base.shard.push(layer);
-            base.names_mapped_before(merged.id_range().end);
-            true
-        }
-        Err(error) => {
-            tracing::info!("index cache: not written ({error}); the index stays in memory");
-            parts.push(merged);
-            false
-        }
-    }
-}
-
-/// What indexing the listed files found, to install in the model.
-pub(super) struct Indexed {
-    pub(super) base: BaseIndex,
-    /// Each file read with a stamp that can be trusted, and what it holds.
-    pub(super) files: Vec<(String, Stamp, Content)>,
-    /// Every posting list was written to the cache (ready to commit).
-    pub(super) on_disk: bool,
-    /// Files read and indexed.
-    pub(super) files_indexed: usize,
-    pub(super) bytes_read: u64,
-    /// The filters were left out to stay within the memory limit.
-    pub(super) without_filters: bool,
-}
-
-/// Reads and indexes `files` in order, sealing shards as they fill, without
-/// holding the model: calls go on meanwhile. With a `writer`, each run of
-/// lists is written as a segment as it fills and, when `install`, handed
-/// to the model at once with its files (searches read only the candidates
-/// of the part of the tree indexed so far, every other file as the scan
-/// would). `None` when cancelled or over the memory limit (`list_bytes`
-/// being the file list's share).
-pub(super) fn index_contents(
-    shared: &Shared,
-    pacer: &mut Pacer,
-    listed: Listed,
-    list_bytes: usize,
-    mut writer: Option<&mut SegmentWriter>,
-    install: bool,
-) -> Option<Indexed> {
-    let root = shared.gate.root();
-    let mut indexer = Indexer::for_build();
-    // A small memory limit bounds the sort's scratch too (a quarter of it).
-    let shard_pairs = SHARD_PAIRS.min(shared.limit_bytes / 64).max(1024);
-    let mut builder = ShardBuilder::new(0, shard_pairs);
-    // Filters are left out from the start unless the file list, trigrams
-    // of about a tenth of the bytes (6-7 % measured on source trees; those
-    // of a run and its merge when they go to disk) and the filters all
-    // fit: building them only to drop them costs the build most of its
-    // time on a large tree.
-    let spill_bytes = SPILL_BYTES.min(shared.limit_bytes / 8);
-    let mut trigram_estimate = usize::try_from(listed.bytes / 10).unwrap_or(usize::MAX);
-    if writer.is_some() {
-        trigram_estimate = trigram_estimate.min(2 * spill_bytes);
-    }
-    let without_filters = list_bytes
-        .saturating_add(trigram_estimate)
-        .saturating_add(listed.filter_bytes)
-        > shared.limit_bytes;
-    if without_filters {
-        log_filters_left_out(shared.limit_bytes);
-    }
-    indexer.without_filters = without_filters;
-    let mut base = BaseIndex::default();
-    // Each file with several names, by the stamp its first name was read
-    // with: its base id, or `None` when the searcher would skip it.
-    let mut linked: HashMap<Stamp, Option<u32>> = HashMap::new();
-    let mut files = Vec::new();
-    let mut parts = Vec::new();
-    let mut sealed_bytes = 0;
-    // Where in `files` the ids of the lists not written yet begin.
-    let mut unwritten_from = 0;
-    let mut files_indexed = 0;
-    for relative in listed.files {
-        if shared.cancelled.load(Ordering::Relaxed) {
-            return None;
-        }
-        pacer.yield_to_calls(shared);
-        let (stamp, settled, content) =
-            indexer.read_unless_known(&shared.gate, &root.join(&relative), |stamp| {
-                Some(linked.get(stamp)?.map_or(Content::Skipped, Content::Base))
-            });
-        let Some(stamp) = stamp.filter(|_| settled) else {
-            continue;
-        };
-        let content = match content {
-            Content::Base(id) => {
-                base.push_other_name(id, &relative, &stamp);
-                Content::Base(id)
-            }
-            Content::Fresh(grams) => {
-                let FileGrams { trigrams, filter } = *grams;
-                // Sealed before it would outgrow its room, so that the
-                // pairs are never reallocated at twice the size.
-                if builder.pairs() > 0 && builder.pairs() + trigrams.len() > shard_pairs {
-                    let next = ShardBuilder::new(builder.next_id(), shard_pairs);
-                    let shard = std::mem::replace(&mut builder, next).finish();
-                    sealed_bytes += shard.bytes();
-                    parts.push(shard);
-                    if sealed_bytes >= spill_bytes
-                        && let Some(into) = writer.as_deref_mut()
-                    {
-                        let written = spill(into, &mut base, &mut parts, &files[unwritten_from..]);
-                        if !written {
-                            writer = None;
-                        } else if install {
-                            install_written(shared, &mut base, &mut files)?;
-                        }
-                        sealed_bytes = parts.iter().map(Shard::bytes).sum();
-                        unwritten_from = files.len();
-                    }
-                    // The sort's scratch is gone: without this, the
-                    // freed pages stay with the process until the end.
-                    return_freed_memory();
-                }
-                let id = builder.next_id();
-                builder.add(&trigrams);
-                files_indexed += 1;
-                base.push(id, &relative, &stamp, filter);
-                if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, Some(id));
-                }
-                Content::Base(id)
-            }
-            Content::Skipped => {
-                if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, None);
-                }
-                Content::Skipped
-            }
-            other => other,
-        };
-        files.push((relative, stamp, content));
-        let building = list_bytes + sealed_bytes + builder.pairs() * 16;
-        if building + base.bytes() > shared.limit_bytes && base.drop_filters() {
-            // The filters go first: the trigrams alone still give exact
-            // answers.
-            log_filters_left_out(shared.limit_bytes);
-            indexer.without_filters = true;
-        }
-        if building + base.bytes() > shared.limit_bytes {
-            tracing::info!(
-                "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
-                shared.limit_bytes / (1024 * 1024)
-            );
-            return None;
-        }
-    }
-    parts.push(builder.finish());
-    let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
-    // Its buffers and the table of linked files go before the merge, the
-    // build's peak.
-    drop(indexer);
-    drop(linked);
-    // A writer still held has written every run before this one.
-    let on_disk =
-        writer.is_some_and(|into| spill(into, &mut base, &mut parts, &files[unwritten_from..]));
-    if !on_disk {
-        // One lookup per trigram at query time instead of one per part.
-        base.shard.push(Layer::Built(Shard::merge(parts)));
-    } else if install {
-        install_written(shared, &mut base, &mut files)?;
-    }
-    base.seal();
-    Some(Indexed {
-        base,
-        files,
-        on_disk,
-        files_indexed,
-        bytes_read,
-        without_filters,
-    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::ngram::{FileGrams, GramFilter, TrigramScratch, sorted_trigrams};
+use super::ngram::{FileGrams, GramFilter, TrigramScratch};
 use super::tree::Content;
 use crate::corpus::searchable::{
     MAX_SEARCHED_BYTES, SNIFF_BYTES, is_transcoded, looks_binary, read_searchable,
@@ -19,26 +19,23 @@ pub(super) struct Indexer {
     scratch: Option<Box<TrigramScratch>>,
     buffer: Vec<u8>,
     pub bytes_read: u64,
-    /// The build hands trigrams to a shard, which sorts them itself; a
-    /// file re-indexed later keeps them sorted for lookups.
-    pub unsorted: bool,
     /// No long-gram filters: they were dropped to stay within the memory
     /// limit.
     pub without_filters: bool,
 }
 
-impl Indexer {
-    pub(super) fn for_build() -> Self {
-        Self {
-            unsorted: true,
-            ..Self::default()
-        }
-    }
+/// What reading a file found: its grams, for a segment, or what the file
+/// list is to hold for it instead.
+pub(super) enum Read {
+    Grams(FileGrams),
+    Content(Content),
+}
 
+impl Indexer {
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
-    /// trusted, and what the index knows of its contents: its grams
-    /// ([`Content::Fresh`]) when the file is indexable. A file
+    /// trusted, and what the index is to know of its contents: its grams
+    /// (distinct trigrams, in no order) when the file is indexable. A file
     /// `known_content` knows by its trusted stamp (another name of a file
     /// read before) is not read again: `known_content`'s answer is its
     /// content.
@@ -47,7 +44,7 @@ impl Indexer {
         gate: &PathGate,
         path: &Path,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
-    ) -> (Option<Stamp>, bool, Content) {
+    ) -> (Option<Stamp>, bool, Read) {
         self.read_after(gate, path, None, known_content)
     }
 
@@ -60,7 +57,7 @@ impl Indexer {
         path: &Path,
         earlier: Option<(Stamp, SystemTime)>,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
-    ) -> (Option<Stamp>, bool, Content) {
+    ) -> (Option<Stamp>, bool, Read) {
         let seen_at = SystemTime::now();
         let trusted = |stamp: &Stamp| {
             let first_seen = earlier
@@ -78,11 +75,11 @@ impl Indexer {
                 .filter(|(metadata, _)| metadata.is_file())
                 .map(|(_, stamp)| stamp);
             let settled = stamp.as_ref().is_some_and(trusted);
-            return (stamp, settled, Content::Always);
+            return (stamp, settled, Read::Content(Content::Always));
         };
         let stamp = Stamp::of_open(&file, &metadata);
         let settled = trusted(&stamp);
-        let answer = |content| (Some(stamp), settled, content);
+        let answer = |content| (Some(stamp), settled, Read::Content(content));
         if !metadata.is_file() || !settled {
             return answer(Content::Always);
         }
@@ -107,21 +104,20 @@ impl Indexer {
         if is_transcoded(content) {
             return answer(Content::Always);
         }
+        let mut trigrams = Vec::new();
         let scratch = self.scratch.get_or_insert_with(Box::default);
-        let trigrams = if self.unsorted {
-            let mut trigrams = Vec::new();
-            scratch.distinct(content, &mut trigrams);
-            trigrams
-        } else {
-            sorted_trigrams(scratch, content)
-        };
+        scratch.distinct(content, &mut trigrams);
         // Last, as it folds the contents in place.
         let filter = if self.without_filters {
             None
         } else {
             GramFilter::of(content)
         };
-        answer(Content::Fresh(Box::new(FileGrams { trigrams, filter })))
+        (
+            Some(stamp),
+            settled,
+            Read::Grams(FileGrams { trigrams, filter }),
+        )
     }
 }
 
@@ -132,7 +128,7 @@ mod tests {
     use crate::security::temp_root;
 
     /// What the indexer makes of each file, once its stamp can be trusted.
-    fn contents(files: &[(&str, Vec<u8>)]) -> Vec<(String, Content)> {
+    fn contents(files: &[(&str, Vec<u8>)]) -> Vec<(String, Read)> {
         let (_dir, root) = temp_root(files);
         // Stamps younger than the file system's clock tick are not trusted.
         std::thread::sleep(std::time::Duration::from_millis(250));
@@ -168,15 +164,13 @@ mod tests {
             .iter()
             .map(|(name, content)| {
                 let kind = match content {
-                    Content::Fresh(grams) => {
+                    Read::Grams(grams) => {
                         assert!(!grams.trigrams.is_empty(), "{name}");
-                        "fresh"
+                        "grams"
                     }
-                    Content::Skipped => "skipped",
-                    Content::Always => "always",
-                    Content::Base(_) => "base",
-                    Content::Unread => "unread",
-                    Content::Listed => "listed",
+                    Read::Content(Content::Skipped) => "skipped",
+                    Read::Content(Content::Always) => "always",
+                    Read::Content(_) => "other",
                 };
                 (name.as_str(), kind)
             })
@@ -184,8 +178,8 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                ("plain.txt", "fresh"),
-                ("marked.txt", "fresh"),
+                ("plain.txt", "grams"),
+                ("marked.txt", "grams"),
                 ("binary.dat", "skipped"),
                 ("huge.txt", "skipped"),
                 // Binary by the sniff (NUL bytes), as the searcher sees it.

@@ -1,14 +1,17 @@
-//! The ready model: the file list, the base index, the change feed and
-//! the indexer that keeps changed files' grams, and how it answers which
-//! files may hold a query.
+//! The ready model: the file list, the index's layers and the change
+//! feed, and how it answers which files may hold a query.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::base::{BaseIndex, NameOf};
-use super::ngram::GramBits;
+use super::base::{BaseIndex, Layer, NameOf};
+use super::merge::{Input, merge};
 use super::os::log_filters_left_out;
 use super::plan::Query;
-use super::postings::{PostingCache, PostingLists, evaluate};
+use super::postings::{PostingCache, evaluate};
+use super::segment::Segment;
 use super::tree::{self, Content, PathKey, Tree, depth};
 use super::watch::ChangeWatcher;
 use crate::walk::{self, Entry, EntryKind};
@@ -26,9 +29,10 @@ pub(super) struct Live {
 
 impl Live {
     /// Files under `dir` that may hold a match of `query`, in path order:
-    /// the base files the posting lists name, merged with the loose files
-    /// (indexed since the build, or never) that may match. Skipped files
-    /// never are; a file's content decides, never a walk of the list.
+    /// the indexed files the posting lists name in each layer, merged with
+    /// the loose files (never indexed, or changed and not read again yet).
+    /// Skipped files never are; a file's content decides, never a walk of
+    /// the list.
     pub(super) fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<Found<'a>> {
         if *query == Query::All {
             return self
@@ -40,49 +44,47 @@ impl Live {
                 .map(Found::of)
                 .collect();
         }
-        // The filters first: they judge a file once, whatever its names.
-        let mut ids = self.base_matches(query);
-        ids.retain(|&id| self.base.may_match(id, query));
-        let first_names = ids.iter().filter_map(|&id| self.base.name(id));
-        let names = merge_in_path_order(
-            first_names,
-            self.base.other_names_of(&ids).into_iter().map(NameOf::from),
-            |name| name.name,
-        );
-        let base = names
-            .into_iter()
-            .filter(|name| {
-                // Changed or gone since the build: the loose files or nothing.
-                tree::is_below(name.name, dir)
-                    && name.name != dir
-                    && self.tree.holds_base(name.name)
-            })
-            .map(|name| Found {
-                key: name.name,
-                kind: EntryKind::File,
-                size: Some(name.size),
-                ino: name.ino,
-            });
-        let loose = self
-            .tree
-            .loose_under(dir)
-            .filter(|(_, node)| match &node.content {
-                Content::Fresh(grams) => {
-                    let filter = grams.filter.as_ref().map(|filter| filter as &dyn GramBits);
-                    query.may_match(Some(&grams.trigrams), filter)
+        let below = |name: &str| tree::is_below(name, dir) && name != dir;
+        let mut runs = Vec::with_capacity(self.base.layers().len() + 1);
+        // Ids whose files match, for their other names.
+        let mut matched = Vec::new();
+        for layer in self.base.layers() {
+            let segment = &*layer.segment;
+            let local = evaluate(query, segment, &mut PostingCache::default())
+                .unwrap_or_else(|| (0..segment.file_count()).collect());
+            let mut run = Vec::new();
+            for local in local {
+                let id = layer.first_id + local;
+                // The filters judge a file once, whatever its names.
+                if !self.base.may_match(id, query) {
+                    continue;
                 }
-                _ => true,
-            })
-            .map(Found::of);
-        merge_in_path_order(base, loose, |found| found.key)
-    }
-
-    /// The base ids whose trigrams satisfy `query`, sorted (their filters
-    /// not consulted yet).
-    pub(super) fn base_matches(&self, query: &Query) -> Vec<u32> {
-        let shard = &self.base.shard;
-        evaluate(query, shard, &mut PostingCache::default())
-            .unwrap_or_else(|| shard.id_range().collect())
+                matched.push(id);
+                // Changed or gone since it was indexed: a loose file or nothing.
+                if self.tree.is_dead(id) {
+                    continue;
+                }
+                let Some(file) = segment.file(local) else {
+                    continue;
+                };
+                if below(file.name) {
+                    run.push(Found::from(NameOf::from(file)));
+                }
+            }
+            runs.push(run);
+        }
+        matched.sort_unstable();
+        runs.push(
+            self.base
+                .other_names_of(&matched)
+                .into_iter()
+                .filter(|name| below(&name.key.0) && self.tree.holds_linked(&name.key.0))
+                .map(|name| Found::from(NameOf::from(name)))
+                .collect(),
+        );
+        let indexed = merge_runs(runs);
+        let loose = self.tree.loose_under(dir).map(Found::of);
+        merge_in_path_order(indexed.into_iter(), loose, |found| found.key)
     }
 
     /// The index and the file list, in bytes.
@@ -90,14 +92,105 @@ impl Live {
         self.base.bytes() + self.tree.bytes()
     }
 
-    /// Whether the model fits in `limit_bytes`; the build's filters go
-    /// first when it does not (the trigrams alone still answer exactly).
+    /// Whether the model fits in `limit_bytes`; the filters of the layers
+    /// held on the heap go first when it does not (the trigrams alone
+    /// still answer exactly).
     pub(super) fn fits(&mut self, limit_bytes: usize) -> bool {
-        if self.bytes() > limit_bytes && self.base.drop_filters() {
-            log_filters_left_out(limit_bytes);
+        if self.bytes() > limit_bytes && !self.without_filters {
             self.without_filters = true;
+            if self.drop_filters() {
+                log_filters_left_out(limit_bytes);
+            }
         }
         self.bytes() <= limit_bytes
+    }
+
+    /// Rewrites the layers held on the heap without their filters (their
+    /// files keep their ids); true if any had some.
+    fn drop_filters(&mut self) -> bool {
+        let heap: Vec<u32> = self
+            .base
+            .layers()
+            .iter()
+            .filter(|layer| layer.segment.heap_bytes() > 0)
+            .map(|layer| layer.first_id)
+            .collect();
+        let mut dropped = false;
+        for first_id in heap {
+            let Some(layer) = self.base.layer(first_id) else {
+                continue;
+            };
+            let segment = layer.segment.clone();
+            let input = Input {
+                alive: vec![true; segment.file_count() as usize],
+                segment: &segment,
+            };
+            let rewritten = merge(self.base.root(), &[input], true, &mut || {})
+                .and_then(|merged| Segment::from_bytes(merged.bytes, self.base.root()));
+            if let Ok(rewritten) = rewritten
+                && rewritten.bytes() < segment.bytes()
+                && let Some(layer) = self.base.remove(first_id)
+            {
+                dropped = true;
+                self.base.insert(Layer {
+                    segment: Arc::new(rewritten),
+                    ..layer
+                });
+            }
+        }
+        dropped
+    }
+}
+
+/// Runs each in path order, as one: runs whose paths do not interleave
+/// (a build's layers) are joined end to end, others merged.
+fn merge_runs<'a>(mut runs: Vec<Vec<Found<'a>>>) -> Vec<Found<'a>> {
+    runs.retain(|run| !run.is_empty());
+    runs.sort_by(|a, b| walk::path_order(a[0].key, b[0].key));
+    let apart = runs
+        .windows(2)
+        .all(|pair| walk::path_order(pair[0][pair[0].len() - 1].key, pair[1][0].key).is_lt());
+    if apart {
+        return runs.into_iter().flatten().collect();
+    }
+    let mut merged = Vec::with_capacity(runs.iter().map(Vec::len).sum());
+    let mut heads: BinaryHeap<Reverse<(RunHead<'a>, usize)>> = BinaryHeap::new();
+    let mut runs: Vec<std::vec::IntoIter<Found<'a>>> =
+        runs.into_iter().map(Vec::into_iter).collect();
+    for (at, run) in runs.iter_mut().enumerate() {
+        if let Some(found) = run.next() {
+            heads.push(Reverse((RunHead(found), at)));
+        }
+    }
+    while let Some(Reverse((RunHead(found), at))) = heads.pop() {
+        merged.push(found);
+        if let Some(next) = runs[at].next() {
+            heads.push(Reverse((RunHead(next), at)));
+        }
+    }
+    merged
+}
+
+/// A found entry ordered by its path, as the walker orders paths.
+struct RunHead<'a>(Found<'a>);
+
+impl PartialEq for RunHead<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for RunHead<'_> {}
+
+impl Ord for RunHead<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        walk::path_order(self.0.key, other.0.key)
+    }
+}
+
+impl PartialOrd for RunHead<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -130,6 +223,17 @@ pub(super) struct Found<'a> {
     pub(super) kind: EntryKind,
     pub(super) size: Option<u64>,
     pub(super) ino: Option<u64>,
+}
+
+impl<'a> From<NameOf<'a>> for Found<'a> {
+    fn from(name: NameOf<'a>) -> Self {
+        Found {
+            key: name.name,
+            kind: EntryKind::File,
+            size: Some(name.size),
+            ino: name.ino,
+        }
+    }
 }
 
 impl<'a> Found<'a> {

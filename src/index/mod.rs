@@ -9,17 +9,23 @@
 //! limit, or a folder the model does not hold) and the corpus walks
 //! instead. [`TreeModel::entries`] answers from the file list what the
 //! walker would. Modelled on google/codesearch and Zoekt, one job a file:
-//! `build` makes the model, `pacer` makes it yield to calls, `indexer` reads
-//! a file into grams, `ngram` holds the grams and filters, `postings` the
-//! posting lists and their algebra, `base` the index the build made,
-//! `plan` turns a query into a gram condition, `tree` keeps the file list
-//! fresh, `watch` reports changes, `live` answers from the ready model.
+//! `build` makes the model, `background` keeps it covering the tree after
+//! changes, `pacer` makes both yield to calls, `indexer` reads a file into
+//! grams, `ngram` holds the grams and filters, `postings` the posting lists
+//! and their algebra, `segment/` their one format, `base` the layers of
+//! segments, `tombstones` the ids no file holds any more, `merge` which
+//! layers to merge and how, `plan` turns a query into a gram condition,
+//! `tree` keeps the file list fresh, `watch` reports changes, `live`
+//! answers from the ready model, `restore` and `save` read and write the
+//! cache (`cache/`), `scrub` checks it in idle time.
 
+mod background;
 mod base;
 mod build;
 pub mod cache;
 mod indexer;
 mod live;
+mod merge;
 mod ngram;
 mod os;
 mod pacer;
@@ -31,6 +37,7 @@ mod scrub;
 pub mod segment;
 #[cfg(test)]
 mod testing;
+mod tombstones;
 mod tree;
 pub mod watch;
 
@@ -41,7 +48,8 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use regex_syntax::hir::Hir;
 
-use build::{build, keep_indexing, switch_off};
+use background::keep_indexing;
+use build::{build, switch_off};
 use live::{Found, Live};
 use os::{lower_priority, return_freed_memory};
 use tree::{PathKey, depth};
@@ -100,6 +108,10 @@ struct Shared {
     /// Where the index is kept between sessions, and the disk budget of
     /// all roots' folders in bytes; unset: in memory only.
     cache: OnceLock<(RootCache, u64)>,
+    /// The cache was given up for this session (over the disk budget, a
+    /// write failed, or the scrub found a segment wrong): the index stays
+    /// in memory.
+    cache_given_up: AtomicBool,
     /// Idle time between two scrubs of the index (`scrub.rs`).
     scrub_every: std::time::Duration,
 }
@@ -135,6 +147,7 @@ impl Shared {
             restoring: AtomicBool::new(false),
             left_building: Condvar::new(),
             cache: OnceLock::new(),
+            cache_given_up: AtomicBool::new(false),
             scrub_every: crate::config::DEFAULT_SCRUB_EVERY,
         }
     }
@@ -711,7 +724,7 @@ mod tests {
                 && live
                     .tree
                     .get("new.txt")
-                    .is_some_and(|(_, node)| matches!(node.content, Content::Fresh(_)))
+                    .is_some_and(|(_, node)| matches!(node.content, Content::Base(_)))
         });
         let query = ContentQuery::literal;
         assert_eq!(
@@ -781,29 +794,27 @@ mod tests {
         assert_base_names_agree(&model);
     }
 
-    /// Every base name the model takes without a lookup is a file that
-    /// still holds that name's id.
+    /// Every name the index gives a file without looking at the file list
+    /// stands for a file that holds that id, and only such names.
     fn assert_base_names_agree(model: &TreeModel) {
         let state = model.shared.state.lock().unwrap();
         let State::Ready(live) = &*state else {
             panic!("the model is ready");
         };
-        let first_names = live
-            .base
-            .names
-            .iter()
-            .enumerate()
-            .map(|(at, name)| (at + live.base.names_from as usize, name));
-        let other_names = live
-            .base
-            .other_names
-            .iter()
-            .map(|(id, n)| (*id as usize, n));
-        for (id, name) in first_names.chain(other_names) {
+        for layer in live.base.layers() {
+            for id in layer.ids() {
+                let name = layer.segment.file(id - layer.first_id).unwrap().name;
+                let holds = live.tree.get(name).is_some_and(
+                    |(_, node)| matches!(node.content, Content::Base(now) if now == id),
+                );
+                assert_eq!(!live.tree.is_dead(id), holds, "{name}");
+            }
+        }
+        for (id, name) in live.base.other_names() {
             let holds = live.tree.get(&name.key.0).is_some_and(
-                |(_, node)| matches!(node.content, Content::Base(now) if now as usize == id),
+                |(_, node)| matches!(node.content, Content::Linked(now) if now == *id),
             );
-            assert_eq!(live.tree.holds_base(&name.key.0), holds, "{}", name.key.0);
+            assert_eq!(live.tree.holds_linked(&name.key.0), holds, "{}", name.key.0);
         }
     }
 
@@ -824,11 +835,19 @@ mod tests {
             let State::Ready(live) = &*state else {
                 panic!("the model is ready");
             };
-            let first_names: Vec<&str> = live.base.names.iter().map(|n| n.key.0.as_str()).collect();
+            let first_names: Vec<&str> = live
+                .base
+                .layers()
+                .iter()
+                .flat_map(|layer| {
+                    (0..layer.segment.file_count())
+                        .map(|local| layer.segment.file(local).unwrap().name)
+                })
+                .collect();
             assert_eq!(first_names, ["a/one.txt", "z/solo.txt"]);
             let other_names: Vec<(u32, &str)> = live
                 .base
-                .other_names
+                .other_names()
                 .iter()
                 .map(|(id, n)| (*id, n.key.0.as_str()))
                 .collect();

@@ -72,7 +72,9 @@ impl TrigramScratch {
     }
 }
 
-/// The sorted distinct trigrams of `content`.
+/// The sorted distinct trigrams of `content` (what a query of `content`
+/// asks the index for).
+#[cfg(test)]
 pub fn sorted_trigrams(scratch: &mut TrigramScratch, content: &[u8]) -> Vec<u32> {
     let mut out = Vec::new();
     scratch.distinct(content, &mut out);
@@ -284,6 +286,7 @@ impl GramFilter {
     }
 
     /// Its bits and its handle, in bytes.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.words.len() * 8 + std::mem::size_of::<GramFilter>()
     }
@@ -357,16 +360,10 @@ fn probes(key: u32, bits: usize) -> impl Iterator<Item = usize> {
 /// What the index knows of one file's contents.
 #[derive(Debug)]
 pub struct FileGrams {
-    /// Its distinct trigrams (sorted once re-indexed after the build).
+    /// Its distinct trigrams, in no order.
     pub trigrams: Vec<u32>,
     /// Its long grams, when it is large.
     pub filter: Option<GramFilter>,
-}
-
-impl FileGrams {
-    pub fn bytes(&self) -> usize {
-        self.trigrams.capacity() * 4 + self.filter.as_ref().map_or(0, GramFilter::bytes)
-    }
 }
 
 #[cfg(test)]

@@ -1,17 +1,18 @@
 //! Serves a new session from the index kept on disk: maps the root's
-//! committed segments and, against the file list just walked (the stat
-//! sweep), gives every file whose stamp is the segment's its base id at
-//! once. Changed and new files stay candidates until they are read; files
-//! gone (or now hidden by the walker) lose their base names.
+//! committed segments as layers with the ids the manifest gives them and,
+//! against the file list just walked (the stat sweep), gives every file
+//! whose stamp is the segment's its id at once. The ids of changed and
+//! gone files are dead (tombstoned); changed and new files stay
+//! candidates until the background reads them into new layers. Nothing is
+//! read again because much changed: only what changed is read.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::base::{BaseIndex, Layer};
 use super::cache::RootCache;
 use super::live::Live;
-use super::segment::Segment;
 use super::tree::Content;
-use crate::walk;
 
 /// What the sweep found.
 pub(super) struct Restored {
@@ -20,17 +21,15 @@ pub(super) struct Restored {
     pub(super) gone: usize,
 }
 
-impl Restored {
-    /// Whether the segment is out of date enough to be written again: a
-    /// file gone (so nothing the walker now hides stays on disk), or a
-    /// sixteenth of the files changed.
-    pub(super) fn is_stale(&self, files_to_read: usize) -> bool {
-        self.gone > 0 || (self.changed + files_to_read) * 16 > self.unchanged.max(1)
-    }
+/// Ids the manifest may give out beyond the files its segments hold: a
+/// session leaves gaps where merged layers were, never more than there
+/// are files (the lowest gap is taken first), so a larger id is forged.
+fn id_room(files: u64) -> u64 {
+    2 * files + 1024
 }
 
-/// Installs the committed segment of `cache` as `live`'s base; `None`
-/// (and `live` untouched) when there is none or it is unusable. The
+/// Installs the committed segments of `cache` as `live`'s layers; `None`
+/// (and `live` untouched) when there are none or they are unusable. The
 /// segments together may take at most `max_bytes` (what an index of the
 /// tree just listed can hold, within the disk budget): a larger one is
 /// refused before it is read.
@@ -52,13 +51,28 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
     if committed.is_empty() {
         return None;
     }
-    let mut segments = Vec::with_capacity(committed.len());
+    let mut layers = Vec::with_capacity(committed.len());
     let mut room = max_bytes;
-    for name in &committed {
-        match cache.open_segment(name, room) {
-            Ok(segment) => {
-                room = room.saturating_sub(segment.bytes() as u64);
-                segments.push(segment);
+    for segment in &committed {
+        match cache.open_segment(&segment.name, room) {
+            Ok(opened) => {
+                room = room.saturating_sub(opened.bytes() as u64);
+                if segment
+                    .dead
+                    .last()
+                    .is_some_and(|run| run.end > opened.file_count())
+                {
+                    tracing::info!("index cache: dead ids past a segment's files; rebuilding");
+                    return None;
+                }
+                layers.push((
+                    Layer {
+                        first_id: segment.first_id,
+                        segment: Arc::new(opened),
+                        stored: Some(segment.name.clone()),
+                    },
+                    segment.dead.clone(),
+                ));
             }
             Err(error) => {
                 tracing::info!("index cache: {error}; rebuilding");
@@ -66,28 +80,41 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
             }
         }
     }
-    if !in_path_order(&segments) {
-        tracing::debug!("index cache: its segments overlap; rebuilding");
+    if !ids_apart(&mut layers) {
+        tracing::info!(
+            "index cache: its segments' ids overlap or run past their files; rebuilding"
+        );
         return None;
     }
-    let mut base = BaseIndex::default();
+    let mut base = BaseIndex::new(cache.root().to_string());
     let mut restored = Restored {
         unchanged: 0,
         changed: 0,
         gone: 0,
     };
-    let mut first_id = 0u32;
-    for mut segment in segments {
+    for (layer, dead) in layers {
+        let mut segment = layer.segment;
+        // Its tombstones: versions of files that changed or went before
+        // the commit. A lie costs only a read, as the sweep checks the rest.
+        for run in &dead {
+            for local in run.clone() {
+                live.tree.lose_id(layer.first_id + local);
+            }
+        }
         let files = (0..segment.file_count())
             .map(|local| segment.file(local))
             .collect::<Option<Vec<_>>>()?;
-        for (id, file) in (first_id..).zip(files) {
-            // Adopted only by a settled file of the same stamp, not indexed yet.
+        for (id, file) in (layer.first_id..).zip(files) {
+            if live.tree.is_dead(id) {
+                continue;
+            }
+            // Taken only by a settled file of the same stamp, not indexed
+            // yet (a name two segments hold is taken once).
             if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
                 restored.unchanged += 1;
                 continue;
             }
-            live.tree.lose_base(file.name);
+            live.tree.lose_id(id);
             if live.tree.get(file.name).is_some() {
                 restored.changed += 1;
             } else {
@@ -95,13 +122,11 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
             }
         }
         // The sweep read every name and stamp: pages a search may never need.
-        segment.drop_resident_pages();
-        let next = first_id.checked_add(segment.file_count())?;
-        base.shard.push(Layer::Mapped { first_id, segment });
-        first_id = next;
+        if let Some(only) = Arc::get_mut(&mut segment) {
+            only.drop_resident_pages();
+        }
+        base.insert(Layer { segment, ..layer });
     }
-    // Names are read from the segments.
-    base.names_mapped_before(first_id);
     base.seal();
     live.base = base;
     tracing::debug!(
@@ -116,14 +141,19 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
     Some(restored)
 }
 
-/// Whether each segment's names all come after the previous segment's:
-/// ids follow path order across the segments too.
-fn in_path_order(segments: &[Segment]) -> bool {
-    segments.windows(2).all(|pair| {
-        let last = pair[0].file_count().checked_sub(1);
-        match (last.and_then(|last| pair[0].file(last)), pair[1].file(0)) {
-            (Some(last), Some(first)) => walk::path_order(last.name, first.name).is_lt(),
-            _ => true,
-        }
-    })
+/// Sorts `layers` by first id; whether their ids do not overlap and stay
+/// within what their files can need.
+fn ids_apart<T>(layers: &mut [(Layer, T)]) -> bool {
+    layers.sort_by_key(|(layer, _)| layer.first_id);
+    let files: u64 = layers
+        .iter()
+        .map(|(layer, _)| u64::from(layer.segment.file_count()))
+        .sum();
+    let end = |layer: &Layer| u64::from(layer.first_id) + u64::from(layer.segment.file_count());
+    layers
+        .windows(2)
+        .all(|pair| end(&pair[0].0) <= u64::from(pair[1].0.first_id))
+        && layers
+            .last()
+            .is_none_or(|(last, _)| end(last) <= id_room(files))
 }

@@ -20,11 +20,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::indexer::Indexer;
+use super::indexer::{Indexer, Read};
 use super::live::Live;
 use super::ngram::FileGrams;
 use super::pacer::Pacer;
-use super::postings::PostingLists;
 use super::tree::Content;
 use super::{Shared, State};
 use crate::walk::Stamp;
@@ -114,12 +113,12 @@ impl Scrub {
             let State::Ready(live) = &mut *state else {
                 return None;
             };
-            let Some((ids, _)) = live.base.mapped_file(sample.id) else {
+            let Some((ids, _)) = live.base.stored_file(sample.id) else {
                 continue;
             };
             let holders: Vec<Sample> = ids
                 .filter_map(|id| {
-                    let (_, file) = live.base.mapped_file(id)?;
+                    let (_, file) = live.base.stored_file(id)?;
                     Some(Sample {
                         id,
                         name: file.name.to_string(),
@@ -161,7 +160,7 @@ impl Scrub {
             self.looked_at += 1;
             let id = if self.next_id >= end { 0 } else { self.next_id };
             self.next_id = id + 1;
-            let Some((_, file)) = live.base.mapped_file(id) else {
+            let Some((_, file)) = live.base.stored_file(id) else {
                 continue;
             };
             let sample = Sample {
@@ -182,14 +181,13 @@ impl Scrub {
     }
 }
 
-/// Whether the file list still gives `sample`'s file its base id, with the
+/// Whether the file list still gives `sample`'s file its id, with the
 /// stamp its segment recorded.
 fn holds_its_base_id(live: &Live, sample: &Sample) -> bool {
-    live.tree.holds_base(&sample.name)
-        && live.tree.get(&sample.name).is_some_and(|(_, node)| {
-            node.stamp == Some(sample.stamp)
-                && matches!(node.content, Content::Base(id) if id == sample.id)
-        })
+    live.tree.get(&sample.name).is_some_and(|(_, node)| {
+        node.stamp == Some(sample.stamp)
+            && matches!(node.content, Content::Base(id) if id == sample.id)
+    })
 }
 
 /// Trigrams looked up per hold of the model's lock: a large file's
@@ -203,10 +201,10 @@ fn disagreement(
     shared: &Shared,
     pacer: &mut Pacer,
     sample: &Sample,
-    content: &Content,
+    content: &Read,
 ) -> Option<Option<&'static str>> {
     let still_held = |live: &Live| holds_its_base_id(live, sample);
-    let Content::Fresh(grams) = content else {
+    let Read::Grams(grams) = content else {
         let state = shared.state.lock().ok()?;
         let State::Ready(live) = &*state else {
             return None;
@@ -214,8 +212,7 @@ fn disagreement(
         // A segment indexes only files the index can read as text.
         return Some(still_held(live).then_some("the file is not indexable"));
     };
-    let FileGrams { trigrams, filter } = &**grams;
-    let mut holding = Vec::with_capacity(1);
+    let FileGrams { trigrams, filter } = grams;
     for part in trigrams.chunks(TRIGRAMS_PER_LOCK) {
         pacer.yield_to_calls(shared);
         let state = shared.state.lock().ok()?;
@@ -226,10 +223,7 @@ fn disagreement(
             return Some(None);
         }
         for &trigram in part {
-            holding.clear();
-            holding.push(sample.id);
-            live.base.shard.retain_holding(trigram, &mut holding);
-            if holding.is_empty() {
+            if !live.base.holds(sample.id, trigram) {
                 return Some(Some("a trigram of the file is missing from its lists"));
             }
         }
@@ -240,7 +234,7 @@ fn disagreement(
     };
     let Some((_, file)) = live
         .base
-        .mapped_file(sample.id)
+        .stored_file(sample.id)
         .filter(|_| still_held(live))
     else {
         return Some(None);
@@ -269,6 +263,7 @@ fn give_up_cache(shared: &Shared) {
     let Some((cache, _)) = shared.cache.get() else {
         return;
     };
+    shared.cache_given_up.store(true, Ordering::Relaxed);
     match cache.try_lock_writer() {
         Ok(Some(lock)) => {
             if let Err(error) = cache.commit(&lock, &[]) {

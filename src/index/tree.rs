@@ -12,7 +12,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::ngram::FileGrams;
+use super::tombstones::Tombstones;
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
 use crate::security::PathGate;
 use crate::walk::{self, EntryKind, Stamp, Stamper};
@@ -40,11 +40,10 @@ impl PartialOrd for PathKey {
 /// What the index knows of a file's contents.
 #[derive(Debug)]
 pub enum Content {
-    /// Indexed in the base shards under this id.
+    /// Indexed under this id, by its first name (see `base.rs`).
     Base(u32),
-    /// Indexed since the build (or being indexed by it): its grams, boxed
-    /// so that the other kinds of entry stay small.
-    Fresh(Box<FileGrams>),
+    /// Another name of a file the build indexed under this id.
+    Linked(u32),
     /// Over the searcher's size cap or binary by the searcher's own test,
     /// with a stamp that shows any change: the searcher would skip it, so
     /// it is never a candidate.
@@ -129,18 +128,13 @@ impl Node {
 
     /// Heap bytes this node holds besides itself and its path.
     pub fn heap_bytes(&self) -> usize {
-        let grams = match &self.content {
-            Content::Fresh(grams) => heap_bytes(size_of::<FileGrams>()) + grams.bytes(),
-            _ => 0,
-        };
-        let ignores = self.ignores.as_deref().map_or(0, |ignores| {
+        self.ignores.as_deref().map_or(0, |ignores| {
             heap_bytes(size_of::<[IgnoreFile; 2]>())
                 + ignores
                     .iter()
                     .map(|ignore| ignore.text.as_ref().map_or(0, |t| heap_bytes(t.capacity())))
                     .sum::<usize>()
-        });
-        grams + ignores
+        })
     }
 }
 
@@ -259,10 +253,12 @@ struct Ledger {
     /// Files the background indexing is to read: unread, with stamps
     /// that can be trusted.
     unread: BTreeSet<PathKey>,
-    /// Files that held their base id (from the build) and hold it no
-    /// longer: changed, gone, or re-read by a call during the build. The
-    /// base names of all other files still stand for their file.
-    base_lost: HashSet<String>,
+    /// Ids whose files no longer hold them: changed, gone, or re-read by a
+    /// call while the build ran. Every other id stands for its file.
+    dead: Tombstones,
+    /// Other names of indexed files (hard links) that no longer hold their
+    /// file's id.
+    linked_lost: HashSet<String>,
     /// Heap bytes of the paths (the map's keys and the sets' copies) and
     /// of what nodes hold outside themselves, counted as they change.
     heap: usize,
@@ -284,13 +280,13 @@ const SLOTS_PER_INSERT: usize = 6;
 const SET_FILL_PERCENT: usize = 70;
 
 impl Ledger {
-    fn lose_base(&mut self, relative: &str, lost: bool) {
+    fn lose_linked(&mut self, relative: &str, lost: bool) {
         let cost = key_heap_bytes(relative);
         if lost {
-            if self.base_lost.insert(relative.to_string()) {
+            if self.linked_lost.insert(relative.to_string()) {
                 self.heap += cost;
             }
-        } else if self.base_lost.remove(relative) {
+        } else if self.linked_lost.remove(relative) {
             self.heap -= cost;
         }
     }
@@ -302,10 +298,7 @@ impl Ledger {
             .filter(|_| node.kind == EntryKind::File)
             .and_then(|stamp| stamp.linked_identity());
         let loose = node.kind == EntryKind::File
-            && matches!(
-                node.content,
-                Content::Fresh(_) | Content::Always | Content::Unread
-            );
+            && matches!(node.content, Content::Always | Content::Unread);
         let listed = node.kind == EntryKind::File && matches!(node.content, Content::Listed);
         let unread = node.kind == EntryKind::File
             && node.settled
@@ -329,10 +322,19 @@ impl Ledger {
                 }
             }
         }
-        if node.kind == EntryKind::File && matches!(node.content, Content::Base(_)) {
-            // Only the build gives out base ids, and a node keeps its id
-            // only while it stays the same node.
-            self.lose_base(relative, !added);
+        // A node keeps its id only while it stays the same node.
+        match node.content {
+            Content::Base(id) if node.kind == EntryKind::File => {
+                if added {
+                    self.dead.clear(id);
+                } else {
+                    self.dead.mark(id);
+                }
+            }
+            Content::Linked(_) if node.kind == EntryKind::File => {
+                self.lose_linked(relative, !added)
+            }
+            _ => {}
         }
         if added {
             self.heap += heap;
@@ -378,7 +380,8 @@ impl Ledger {
             (len * 100 / SET_FILL_PERCENT).div_ceil(MAP_NODE_SLOTS) * node
         };
         hashed(self.unsettled.capacity(), size_of::<String>())
-            + hashed(self.base_lost.capacity(), size_of::<String>())
+            + hashed(self.linked_lost.capacity(), size_of::<String>())
+            + self.dead.bytes()
             + hashed(
                 self.linked.capacity(),
                 size_of::<((u64, u64), Vec<String>)>(),
@@ -596,6 +599,12 @@ impl Tree {
             .collect()
     }
 
+    /// How many files the index does not hold in their current version
+    /// (never read, changed, or listed and not read yet).
+    pub fn loose_count(&self) -> usize {
+        self.ledger.loose.len() + self.ledger.listed
+    }
+
     /// Whether files wait for the background indexing.
     pub fn has_unread(&self) -> bool {
         !self.ledger.unread.is_empty()
@@ -613,28 +622,69 @@ impl Tree {
         self.ledger.listed == 0 && !self.has_unread() && !self.has_unsettled()
     }
 
-    /// Marks the file `relative` as no longer holding the base id the build
-    /// gave it (see [`Tree::holds_base`]).
-    pub fn lose_base(&mut self, relative: &str) {
-        self.ledger.lose_base(relative, true);
+    /// Marks id `id` dead: no file holds it (a layer's file that no
+    /// entry took, or took and lost).
+    pub fn lose_id(&mut self, id: u32) {
+        self.ledger.dead.mark(id);
     }
 
-    /// Makes the file `relative` unread again and no longer the holder of
-    /// its base id: the scrub found its segment untrustworthy.
+    /// Forgets the tombstones of `ids`: their layer is gone.
+    pub fn forget_ids(&mut self, ids: std::ops::Range<u32>) {
+        self.ledger.dead.forget(ids);
+    }
+
+    /// Whether no file holds id `id` any more.
+    pub fn is_dead(&self, id: u32) -> bool {
+        self.ledger.dead.is_dead(id)
+    }
+
+    /// How many of `ids` are dead.
+    pub fn dead_count(&self, ids: std::ops::Range<u32>) -> u32 {
+        self.ledger.dead.count(ids)
+    }
+
+    /// Whether the other name `relative` of an indexed file still holds
+    /// that file's id.
+    pub fn holds_linked(&self, relative: &str) -> bool {
+        self.ledger.linked_lost.is_empty() || !self.ledger.linked_lost.contains(relative)
+    }
+
+    /// Makes the file `relative` unread again: its id (if any) is dead,
+    /// and the background indexing reads it anew.
     pub fn read_again(&mut self, relative: &str) {
-        self.lose_base(relative);
         self.update(relative, |node| node.content = Content::Unread);
+    }
+
+    /// Makes the file `relative` unread again where it holds id `id`.
+    pub fn read_again_holding(&mut self, relative: &str, id: u32) {
+        let holds = self.get(relative).is_some_and(|(_, node)| {
+            matches!(node.content, Content::Base(held) | Content::Linked(held) if held == id)
+        });
+        if holds {
+            self.read_again(relative);
+        }
+    }
+
+    /// Gives the file `relative` id `to` where it holds `from`: a merge
+    /// moved it. False when it holds `from` no longer.
+    pub fn move_id(&mut self, relative: &str, from: u32, to: u32) -> bool {
+        let holds = self.get(relative).is_some_and(|(_, node)| {
+            matches!(node.content, Content::Base(id) | Content::Linked(id) if id == from)
+        });
+        if holds {
+            self.update(relative, |node| {
+                node.content = match node.content {
+                    Content::Linked(_) => Content::Linked(to),
+                    _ => Content::Base(to),
+                }
+            });
+        }
+        holds
     }
 
     /// When the file list first saw the stamp `relative` has now.
     pub fn first_seen(&self, relative: &str) -> Option<SystemTime> {
         self.get(relative).map(|(_, node)| node.first_seen.time())
-    }
-
-    /// Whether the file `relative`, given a base id by the build, still
-    /// holds it: its base name then stands for it without a lookup.
-    pub fn holds_base(&self, relative: &str) -> bool {
-        self.ledger.base_lost.is_empty() || !self.ledger.base_lost.contains(relative)
     }
 
     /// Keys of `dir`'s descendants (all nodes for the root, `.`).
@@ -701,7 +751,7 @@ impl Tree {
                 node.kind == EntryKind::File
                     && matches!(
                         node.content,
-                        Content::Fresh(_) | Content::Always | Content::Unread | Content::Listed
+                        Content::Always | Content::Unread | Content::Listed
                     )
             })
         });

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use mcp_project_helper::config::IndexCacheConfig;
-use mcp_project_helper::index::cache::RootCache;
+use mcp_project_helper::index::cache::{Committed, RootCache};
 use mcp_project_helper::index::segment::FileRecord;
 use mcp_project_helper::walk::Stamp;
 
@@ -82,7 +82,7 @@ impl Sandbox {
         let segment = cache
             .write_segment(&lock, &files, [(7, vec![0u32])])
             .unwrap();
-        cache.commit(&lock, &[segment]).unwrap();
+        cache.commit(&lock, &[Committed::new(segment, 0)]).unwrap();
         cache
     }
 }
@@ -161,7 +161,7 @@ fn a_damaged_segment_is_reported_unusable() {
         base.to_string_lossy()
     ));
     let cache = sandbox.commit_segment(&base, &["main.rs"]);
-    let segment = cache.folder().join(&cache.committed().unwrap()[0]);
+    let segment = cache.folder().join(&cache.committed().unwrap()[0].name);
     let length = std::fs::metadata(&segment).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)
@@ -493,7 +493,8 @@ async fn a_tree_changed_while_no_server_ran_is_exact_from_the_first_call() {
     // The edited, the added and the binary file.
     assert!(log.contains("3 changed or new files to read"), "{log}");
     assert_same_answers(&second, &scanner).await;
-    // A file gone makes the segment out of date: it is written again.
+    // The files read again are written as a new layer and committed with
+    // the old one and its dead ids.
     wait_for_log(&scene.log("second"), "index cache: wrote segment").await;
     second.stop().await;
     let third = scene.server("third").await;
@@ -532,9 +533,15 @@ async fn a_writer_killed_mid_write_leaves_a_usable_cache() {
     let scene = Scene::new(2000);
     tokio::time::sleep(Duration::from_millis(300)).await;
     scene.write_cache("first").await;
-    // Out of date, so the next server writes again; killed while it does
-    // (or, on a fast machine, right after).
-    std::fs::remove_file(scene.project.root.join("src/m1/f1.rs")).unwrap();
+    // Changed files go into a new layer, which the next server writes;
+    // killed while it does (or, on a fast machine, right after).
+    for i in (0..2000).step_by(4) {
+        scene.project.write(
+            &format!("src/m{}/f{i}.rs", i % 7),
+            format!("fn edited_{i}() {{ let token_{i} = {i}; }}\n"),
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let log = scene.log("killed");
     let mut command = server_command(
         Some(&scene.project.root),
@@ -908,7 +915,7 @@ fn forge_without_postings(scene: &Scene) {
     let cache = scene.root_cache();
     let committed = cache.committed().unwrap();
     assert_eq!(committed.len(), 1);
-    let segment = cache.open_segment(&committed[0], u64::MAX).unwrap();
+    let segment = cache.open_segment(&committed[0].name, u64::MAX).unwrap();
     let files: Vec<(String, Stamp)> = (0..segment.file_count())
         .map(|id| {
             let file = segment.file(id).unwrap();
@@ -929,7 +936,7 @@ fn forge_without_postings(scene: &Scene) {
     let forged = cache
         .write_segment(&lock, &records, [(0, vec![0u32])])
         .unwrap();
-    cache.commit(&lock, &[forged]).unwrap();
+    cache.commit(&lock, &[Committed::new(forged, 0)]).unwrap();
 }
 
 /// A forged segment (postings dropped, checksums recomputed) gives wrong

@@ -25,7 +25,7 @@ pub use evict::evict_over_budget;
 pub use status::{clear, status};
 
 use super::segment::{
-    FILE_RECORD_BYTES, FileRecord, LOOKUP_BYTES, MAX_NAME_BYTES, Segment, SegmentError,
+    FILE_RECORD_BYTES, FileRecord, LOOKUP_BYTES, MAX_NAME_BYTES, Segment, SegmentError, store,
     write_segment,
 };
 use crate::config::IndexCacheConfig;
@@ -37,9 +37,10 @@ const LOCK: &str = "lock";
 const USED: &str = "used";
 /// Written when a folder is created; only folders holding it are evicted.
 const MARKER: &str = "mcp-project-helper-cache";
-const MANIFEST_FIRST_LINE: &str = "mcp-project-helper index 1";
-/// A manifest longer than this is damaged (it names a few segments).
-const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+const MANIFEST_FIRST_LINE: &str = "mcp-project-helper index 2";
+/// A manifest longer than this is damaged: it names a few dozen segments
+/// and their dead ids, which merges keep under half of each segment's.
+const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_SEGMENT_NAME: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +142,72 @@ fn is_folder_name(name: &str) -> bool {
     })
 }
 
+/// A committed segment: its file's name, the id of its first file (its
+/// files' ids follow on) and the runs of its local ids that are dead (its
+/// tombstones). See the manifest's grammar in `segment/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub name: String,
+    pub first_id: u32,
+    /// Increasing, apart, never empty; not yet checked against the
+    /// segment's file count.
+    pub dead: Vec<std::ops::Range<u32>>,
+}
+
+impl Committed {
+    pub fn new(name: impl Into<String>, first_id: u32) -> Self {
+        Committed {
+            name: name.into(),
+            first_id,
+            dead: Vec::new(),
+        }
+    }
+
+    /// Its dead runs as the manifest writes them: `-` for none, else
+    /// `a-b` (inclusive) or `a`, joined by commas.
+    fn dead_text(&self) -> String {
+        if self.dead.is_empty() {
+            return "-".to_string();
+        }
+        let runs: Vec<String> = self
+            .dead
+            .iter()
+            .map(|run| match run.end - run.start {
+                1 => run.start.to_string(),
+                _ => format!("{}-{}", run.start, run.end - 1),
+            })
+            .collect();
+        runs.join(",")
+    }
+
+    /// The runs `text` gives; `None` unless increasing, apart and numbers.
+    fn parse_dead(text: &str) -> Option<Vec<std::ops::Range<u32>>> {
+        if text == "-" {
+            return Some(Vec::new());
+        }
+        let number = |digits: &str| {
+            digits
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| digits.parse::<u32>().ok())
+                .flatten()
+        };
+        let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
+        for run in text.split(',') {
+            let (first, last) = match run.split_once('-') {
+                Some((first, last)) => (number(first)?, number(last)?),
+                None => (number(run)?, number(run)?),
+            };
+            let end = last.checked_add(1)?;
+            if first > last || runs.last().is_some_and(|previous| previous.end >= first) {
+                return None;
+            }
+            runs.push(first..end);
+        }
+        Some(runs)
+    }
+}
+
 /// One root's cache folder.
 #[derive(Debug, Clone)]
 pub struct RootCache {
@@ -166,7 +233,7 @@ impl RootCache {
         }
         Ok(RootCache {
             folder,
-            root: root.to_string_lossy().into_owned(),
+            root: super::segment::root_text(root),
         })
     }
 
@@ -210,9 +277,9 @@ impl RootCache {
             .map_err(io_error(&path))
     }
 
-    /// The segments the manifest names, oldest first; none when there is
-    /// no manifest yet.
-    pub fn committed(&self) -> Result<Vec<String>, CacheError> {
+    /// The segments the manifest names, in the order it names them; none
+    /// when there is no manifest yet.
+    pub fn committed(&self) -> Result<Vec<Committed>, CacheError> {
         let path = self.folder.join(MANIFEST);
         let file = match private::open_checked(&path, MAX_MANIFEST_BYTES) {
             Ok(file) => file,
@@ -237,6 +304,16 @@ impl RootCache {
         Segment::open(&file, &self.root).map_err(|source| CacheError::Segment { path, source })
     }
 
+    /// Writes the segment `bytes` (not yet committed) and returns its name.
+    pub fn store_segment(&self, _lock: &WriterLock, bytes: &[u8]) -> Result<String, CacheError> {
+        let name = new_segment_name();
+        store(&self.folder, &name, bytes).map_err(|source| CacheError::Segment {
+            path: self.folder.join(&name),
+            source,
+        })?;
+        Ok(name)
+    }
+
     /// Writes a new segment (not yet committed) and returns its name.
     pub fn write_segment(
         &self,
@@ -258,15 +335,19 @@ impl RootCache {
     /// temporary files no manifest names (those a killed writer left).
     /// A reader that still maps a removed one keeps its pages (on Windows,
     /// where a mapped file cannot be removed, it goes at a later commit).
-    pub fn commit(&self, _lock: &WriterLock, segments: &[String]) -> Result<(), CacheError> {
+    pub fn commit(&self, _lock: &WriterLock, segments: &[Committed]) -> Result<(), CacheError> {
         let mut text = format!("{MANIFEST_FIRST_LINE}\n");
-        for name in segments {
-            if !is_segment_name(name) {
+        for segment in segments {
+            if !is_segment_name(&segment.name) {
                 return Err(CacheError::Manifest(
                     "a segment name this program never makes",
                 ));
             }
-            text.push_str(&format!("segment {name}\n"));
+            let (name, first_id) = (&segment.name, segment.first_id);
+            text.push_str(&format!(
+                "segment {name} {first_id} {}\n",
+                segment.dead_text()
+            ));
         }
         text.push_str(&format!("check {:08x}\n", crc32fast::hash(text.as_bytes())));
         private::write_atomically(&self.folder, MANIFEST, text.as_bytes())
@@ -281,12 +362,12 @@ impl RootCache {
         self.remove_all_but(&self.committed()?)
     }
 
-    fn remove_all_but(&self, segments: &[String]) -> Result<(), CacheError> {
+    fn remove_all_but(&self, segments: &[Committed]) -> Result<(), CacheError> {
         let entries = std::fs::read_dir(&self.folder).map_err(io_error(&self.folder))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            let stale = (is_segment_name(&name) && !segments.iter().any(|kept| *kept == name))
+            let stale = (is_segment_name(&name) && !segments.iter().any(|kept| kept.name == name))
                 || (name.starts_with('.') && name.ends_with(".tmp"));
             if stale {
                 let _ = std::fs::remove_file(entry.path());
@@ -351,7 +432,7 @@ fn is_segment_name(name: &str) -> bool {
             })
 }
 
-fn parse_manifest(text: &str) -> Result<Vec<String>, CacheError> {
+fn parse_manifest(text: &str) -> Result<Vec<Committed>, CacheError> {
     let body_end = text
         .trim_end_matches('\n')
         .rfind('\n')
@@ -368,10 +449,33 @@ fn parse_manifest(text: &str) -> Result<Vec<String>, CacheError> {
     }
     lines
         .map(|line| {
-            line.strip_prefix("segment ")
-                .filter(|name| is_segment_name(name))
-                .map(str::to_string)
-                .ok_or(CacheError::Manifest("a line that names no segment"))
+            let mut words = line
+                .strip_prefix("segment ")
+                .ok_or(CacheError::Manifest("a line that names no segment"))?
+                .split(' ');
+            let (Some(name), Some(first_id), Some(dead), None) =
+                (words.next(), words.next(), words.next(), words.next())
+            else {
+                return Err(CacheError::Manifest(
+                    "a segment line that is not name, id, dead",
+                ));
+            };
+            if !is_segment_name(name) {
+                return Err(CacheError::Manifest("a line that names no segment"));
+            }
+            let first_id = first_id
+                .parse()
+                .ok()
+                .filter(|_| first_id.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or(CacheError::Manifest("a segment's first id is not a number"))?;
+            let dead = Committed::parse_dead(dead).ok_or(CacheError::Manifest(
+                "a segment's dead ids are not increasing runs",
+            ))?;
+            Ok(Committed {
+                name: name.to_string(),
+                first_id,
+                dead,
+            })
         })
         .collect()
 }
@@ -402,7 +506,7 @@ mod tests {
         let files = unfiltered_records(names, stamp);
         let ids: Vec<u32> = (0..names.len() as u32).collect();
         let segment = cache.write_segment(&lock, &files, [(42, ids)]).unwrap();
-        cache.commit(&lock, &[segment]).unwrap();
+        cache.commit(&lock, &[Committed::new(segment, 0)]).unwrap();
         cache
     }
 
@@ -437,8 +541,12 @@ mod tests {
             .filter(|name| is_segment_name(name) || name.ends_with(".tmp"))
             .collect();
         present.sort();
-        assert_eq!(present, committed, "{left} and the temporary file go");
-        assert!(cache.open_segment(&committed[0], u64::MAX).is_ok());
+        assert_eq!(
+            present,
+            [committed[0].name.clone()],
+            "{left} and the temporary file go"
+        );
+        assert!(cache.open_segment(&committed[0].name, u64::MAX).is_ok());
     }
 
     #[test]
@@ -477,7 +585,7 @@ mod tests {
         let cache = committed_cache(&config, root.path(), &["a", "b"]);
         let committed = cache.committed().unwrap();
         assert_eq!(committed.len(), 1);
-        let segment = cache.open_segment(&committed[0], u64::MAX).unwrap();
+        let segment = cache.open_segment(&committed[0].name, u64::MAX).unwrap();
         assert_eq!(segment.postings(42).unwrap(), vec![0, 1]);
         // A killed writer's leftovers: a temporary file and an uncommitted segment.
         std::fs::write(cache.folder().join(".seg-1-2.idx.9.0.tmp"), b"half").unwrap();
@@ -490,7 +598,7 @@ mod tests {
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, [LOCK, MANIFEST, MARKER, committed[0].as_str()]);
+        assert_eq!(left, [LOCK, MANIFEST, MARKER, committed[0].name.as_str()]);
     }
 
     #[test]
@@ -507,17 +615,57 @@ mod tests {
 
     #[test]
     fn damaged_manifests_are_errors() {
-        let good = format!("{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx\n");
-        let sealed = format!("{good}check {:08x}\n", crc32fast::hash(good.as_bytes()));
-        assert_eq!(parse_manifest(&sealed).unwrap(), ["seg-1-2.idx"]);
+        let good = format!(
+            "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 -\nsegment seg-3-4.idx 70 3,5-9,12\n"
+        );
+        let seal = |body: &str| format!("{body}check {:08x}\n", crc32fast::hash(body.as_bytes()));
+        let sealed = seal(&good);
+        assert_eq!(
+            parse_manifest(&sealed).unwrap(),
+            [
+                Committed::new("seg-1-2.idx", 0),
+                Committed {
+                    dead: vec![3..4, 5..10, 12..13],
+                    ..Committed::new("seg-3-4.idx", 70)
+                }
+            ]
+        );
+        assert_eq!(parse_manifest(&sealed).unwrap()[1].dead_text(), "3,5-9,12");
         for bad in [
             String::new(),
             good.clone(),
             sealed.replace("seg-1", "seg-3"),
-            {
-                let body = format!("{MANIFEST_FIRST_LINE}\nsegment ../../etc/passwd\n");
-                format!("{body}check {:08x}\n", crc32fast::hash(body.as_bytes()))
-            },
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment ../../etc/passwd 0 -\n"
+            )),
+            seal(&format!("{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx\n")),
+            seal(&format!("{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0\n")),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx -1 -\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx +1 -\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 4294967296 -\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 5,3\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 3-5,5\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 7-3\n"
+            )),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 0-4294967295\n"
+            )),
+            seal(&format!("{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 ,\n")),
+            seal(&format!(
+                "{MANIFEST_FIRST_LINE}\nsegment seg-1-2.idx 0 - x\n"
+            )),
+            seal("mcp-project-helper index 1\nsegment seg-1-2.idx\n"),
         ] {
             assert!(parse_manifest(&bad).is_err(), "{bad:?}");
         }

@@ -50,13 +50,13 @@ pub fn status(config: &IndexCacheConfig, root: &Path) -> Result<String, CacheErr
     let mut usable = true;
     // No segment outgrows the disk budget: its writer gives up first.
     let max_bytes = config.max_disk_mb.saturating_mul(1024 * 1024);
-    for name in &committed {
+    for super::Committed { name, first_id, .. } in &committed {
         match cache.open_segment(name, max_bytes) {
             Ok(segment) => {
                 files += u64::from(segment.file_count());
                 let _ = writeln!(
                     out,
-                    "segment {name}: {} files, {} trigrams, {}",
+                    "segment {name}: {} files (ids from {first_id}), {} trigrams, {}",
                     segment.file_count(),
                     segment.trigram_count(),
                     megabytes(segment.bytes() as u64)
@@ -147,7 +147,7 @@ mod tests {
             ready.contains(&cache.folder().display().to_string()),
             "{ready}"
         );
-        let segment = cache.folder().join(&cache.committed().unwrap()[0]);
+        let segment = cache.folder().join(&cache.committed().unwrap()[0].name);
         let mut bytes = std::fs::read(&segment).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;

@@ -37,4 +37,9 @@ mod write;
 
 pub use format::{FILE_RECORD_BYTES, LOOKUP_BYTES, MAX_NAME_BYTES, SegmentError};
 pub use read::{FileEntry, Segment};
-pub use write::{FileRecord, FilterBits, write_segment};
+pub use write::{FileRecord, FilterBits, encode, store, write_segment};
+
+/// The project root as a segment records it.
+pub fn root_text(root: &std::path::Path) -> String {
+    root.to_string_lossy().into_owned()
+}

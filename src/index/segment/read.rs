@@ -1,6 +1,7 @@
-//! Maps a segment and answers from it. Everything is checked when the
-//! segment is opened, so that later reads are plain slices of the map; the
-//! ids of a posting list are checked as it is decoded.
+//! Maps a segment (or holds one on the heap) and answers from it.
+//! Everything is checked when the segment is opened, so that later reads
+//! are plain slices of its bytes; the ids of a posting list are checked as
+//! it is decoded.
 
 use std::fs::File;
 
@@ -23,7 +24,6 @@ pub struct Segment {
 
 enum Backing {
     Mapped(Mmap),
-    #[cfg(test)]
     Owned(Vec<u8>),
 }
 
@@ -32,7 +32,6 @@ impl std::ops::Deref for Backing {
     fn deref(&self) -> &[u8] {
         match self {
             Backing::Mapped(map) => map,
-            #[cfg(test)]
             Backing::Owned(bytes) => bytes,
         }
     }
@@ -86,14 +85,28 @@ impl Segment {
             }
             #[cfg(not(unix))]
             Backing::Mapped(_) => {}
-            #[cfg(test)]
             Backing::Owned(_) => {}
         }
     }
 
-    #[cfg(test)]
-    fn from_bytes(bytes: Vec<u8>, root: &str) -> Result<Segment, SegmentError> {
+    /// Checks the segment `bytes` (as [`super::encode`] makes them) and
+    /// keeps it on the heap.
+    pub fn from_bytes(bytes: Vec<u8>, root: &str) -> Result<Segment, SegmentError> {
         Segment::check(Backing::Owned(bytes), root)
+    }
+
+    /// What the segment holds on the heap (a mapped one: nothing; its pages
+    /// are the kernel's to keep or drop).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.bytes {
+            Backing::Mapped(_) => 0,
+            Backing::Owned(bytes) => bytes.capacity(),
+        }
+    }
+
+    /// Its bytes, to write it to the cache folder as they are.
+    pub fn raw(&self) -> &[u8] {
+        &self.bytes
     }
 
     fn check(bytes: Backing, root: &str) -> Result<Segment, SegmentError> {
@@ -277,9 +290,20 @@ impl Segment {
 
     /// The ids of the files holding `trigram`, increasing.
     pub fn postings(&self, trigram: u32) -> Result<Vec<u32>, SegmentError> {
-        let Some(index) = self.find(trigram) else {
-            return Ok(Vec::new());
-        };
+        match self.find(trigram) {
+            Some(index) => self.ids_at(index),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every trigram with its list, in increasing trigram order; a list
+    /// that fails to decode is an error.
+    pub fn lists(&self) -> impl Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + '_ {
+        (0..self.header.trigrams as usize).map(|index| (self.entry(index).0, self.ids_at(index)))
+    }
+
+    /// The ids of the `index`-th lookup entry's list.
+    fn ids_at(&self, index: usize) -> Result<Vec<u32>, SegmentError> {
         let (_, encoding, start, end) = self.entry(index);
         let list = self
             .section(Section::Postings)
@@ -387,10 +411,7 @@ mod tests {
             .map(|(i, name)| FileRecord {
                 name,
                 stamp,
-                filter: (i % 4 == 0).then_some(FilterBits {
-                    case: 1,
-                    words: &words,
-                }),
+                filter: (i % 4 == 0).then(|| FilterBits::of_words(1, &words)),
             })
             .collect();
         let lists: Vec<(u32, Vec<u32>)> = (0..trigrams)

@@ -1,8 +1,9 @@
-//! Writes a segment: to a new temporary file in the cache folder, synced,
-//! then renamed into place, so that no reader ever maps half a segment.
+//! Encodes a segment, in memory: the one form of a posting list, whether
+//! the segment stays on the heap or is written to the cache folder (to a
+//! new temporary file, synced, then renamed into place, so that no reader
+//! ever maps half a segment).
 
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::format::{
@@ -12,15 +13,29 @@ use super::format::{
 use crate::index::cache::private;
 use crate::walk::Stamp;
 
-/// One large file's Bloom filter: its case mode and its bits.
-#[derive(Debug, Clone, Copy)]
+/// One large file's Bloom filter: its case mode and its words, as the
+/// segment holds them (little-endian `u64`s, a power of two of them).
+#[derive(Debug, Clone)]
 pub struct FilterBits<'a> {
     pub case: u8,
-    pub words: &'a [u64],
+    pub bytes: Cow<'a, [u8]>,
+}
+
+impl FilterBits<'_> {
+    pub fn of_words(case: u8, words: &[u64]) -> FilterBits<'static> {
+        FilterBits {
+            case,
+            bytes: Cow::Owned(words.iter().flat_map(|word| word.to_le_bytes()).collect()),
+        }
+    }
+
+    fn words(&self) -> usize {
+        self.bytes.len() / 8
+    }
 }
 
 /// One file of the segment; its id is its position.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct FileRecord<'a> {
     /// Root-relative, `/`-separated.
     pub name: &'a str,
@@ -38,21 +53,27 @@ pub fn write_segment(
     files: &[FileRecord],
     postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
 ) -> Result<PathBuf, SegmentError> {
+    let bytes = encode(root, files, postings)?;
+    store(dir, file_name, &bytes)
+}
+
+/// Writes a segment's bytes as `dir/file_name` through a synced
+/// temporary file, replacing any file of that name. Returns its path.
+pub fn store(dir: &Path, file_name: &str, bytes: &[u8]) -> Result<PathBuf, SegmentError> {
+    private::write_atomically(dir, file_name, bytes)?;
+    Ok(dir.join(file_name))
+}
+
+/// The bytes of the segment of `files` (in strict path order) and
+/// `postings` (trigrams in increasing order, each with its files' ids,
+/// increasing).
+pub fn encode(
+    root: &str,
+    files: &[FileRecord],
+    postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
+) -> Result<Vec<u8>, SegmentError> {
     check_files(files)?;
-    let destination = dir.join(file_name);
-    let temporary = private::temporary_path(dir, file_name);
-    let file = private::create_new_file(&temporary)?;
-    let written = write_all(file, root, files, postings);
-    let committed = written.and_then(|file| {
-        file.sync_all()?;
-        drop(file);
-        private::replace(&temporary, &destination)?;
-        Ok(destination)
-    });
-    if committed.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    committed
+    write_all(root, files, postings)
 }
 
 fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
@@ -68,8 +89,10 @@ fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
         if index > 0 && !in_path_order(files[index - 1].name, file.name) {
             return Err(SegmentError::Input("names out of path order"));
         }
-        if file.filter.is_some_and(|filter| {
-            !filter.words.len().is_power_of_two() || u32::try_from(filter.words.len()).is_err()
+        if file.filter.as_ref().is_some_and(|filter| {
+            !filter.bytes.len().is_multiple_of(8)
+                || !filter.words().is_power_of_two()
+                || u32::try_from(filter.words()).is_err()
         }) {
             return Err(SegmentError::Input(
                 "a filter whose size is not a power of two",
@@ -79,21 +102,20 @@ fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
     Ok(())
 }
 
-/// A file being written, with the position and checksum of the section in
-/// progress.
+/// A segment being encoded, with the position and checksum of the
+/// section in progress.
 struct Sink {
-    out: BufWriter<File>,
+    out: Vec<u8>,
     position: u64,
     section_start: u64,
     crc: crc32fast::Hasher,
 }
 
 impl Sink {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.out.write_all(bytes)?;
+    fn write(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
         self.crc.update(bytes);
         self.position += bytes.len() as u64;
-        Ok(())
     }
 
     fn finish_section(&mut self) -> Span {
@@ -109,26 +131,25 @@ impl Sink {
 }
 
 fn write_all(
-    file: File,
     root: &str,
     files: &[FileRecord],
     postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
-) -> Result<File, SegmentError> {
+) -> Result<Vec<u8>, SegmentError> {
     let mut header = Header {
         files: files.len() as u32,
         ..Header::default()
     };
     let mut sink = Sink {
-        out: BufWriter::new(file),
+        out: Vec::new(),
         position: 0,
         section_start: 0,
         crc: crc32fast::Hasher::new(),
     };
-    sink.write(&header.encode())?;
+    sink.write(&header.encode());
     sink.finish_section();
     let mut spans = Vec::with_capacity(SECTIONS.len());
 
-    sink.write(root.as_bytes())?;
+    sink.write(root.as_bytes());
     spans.push(sink.finish_section());
 
     let (mut name_offset, mut filter_offset) = (0u64, 0u64);
@@ -137,29 +158,27 @@ fn write_all(
         record.extend_from_slice(&offset_u32(name_offset)?.to_le_bytes());
         record.extend_from_slice(&(file.name.len() as u32).to_le_bytes());
         record.extend_from_slice(&file.stamp.to_bytes());
-        let (flags, case, words) = match file.filter {
-            Some(filter) => (HAS_FILTER, filter.case, filter.words.len()),
+        let (flags, case, words) = match &file.filter {
+            Some(filter) => (HAS_FILTER, filter.case, filter.words()),
             None => (0, 0, 0),
         };
         record.extend_from_slice(&[flags, case, 0, 0]);
         record.extend_from_slice(&filter_offset.to_le_bytes());
         record.extend_from_slice(&(words as u32).to_le_bytes());
         record.extend_from_slice(&[0; 4]);
-        sink.write(&record)?;
+        sink.write(&record);
         name_offset += file.name.len() as u64;
         filter_offset += words as u64 * 8;
     }
     spans.push(sink.finish_section());
 
     for file in files {
-        sink.write(file.name.as_bytes())?;
+        sink.write(file.name.as_bytes());
     }
     spans.push(sink.finish_section());
 
-    for filter in files.iter().filter_map(|file| file.filter) {
-        for word in filter.words {
-            sink.write(&word.to_le_bytes())?;
-        }
+    for filter in files.iter().filter_map(|file| file.filter.as_ref()) {
+        sink.write(&filter.bytes);
     }
     spans.push(sink.finish_section());
 
@@ -197,7 +216,7 @@ fn write_all(
         } else {
             VARINT
         };
-        sink.write(&list)?;
+        sink.write(&list);
         lookup.extend_from_slice(&trigram.to_le_bytes());
         lookup.extend_from_slice(&[encoding, 0, 0, 0]);
         lookup.extend_from_slice(&list_offset.to_le_bytes());
@@ -207,7 +226,7 @@ fn write_all(
     spans.push(sink.finish_section());
 
     debug_assert_eq!(lookup.len(), header.trigrams as usize * LOOKUP_BYTES);
-    sink.write(&lookup)?;
+    sink.write(&lookup);
     spans.push(sink.finish_section());
 
     for (section, span) in SECTIONS.iter().zip(spans) {
@@ -217,10 +236,9 @@ fn write_all(
         header.span(Section::Root).offset,
         super::format::HEADER_BYTES as u64
     );
-    let mut file = sink.out.into_inner().map_err(|error| error.into_error())?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&header.encode())?;
-    Ok(file)
+    let mut bytes = sink.out;
+    bytes[..super::format::HEADER_BYTES].copy_from_slice(&header.encode());
+    Ok(bytes)
 }
 
 fn offset_u32(offset: u64) -> Result<u32, SegmentError> {

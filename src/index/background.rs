@@ -1,0 +1,507 @@
+//! After the build, the background keeps the index covering the tree, off
+//! the calls' path and yielding to them, on the build's thread:
+//!
+//! - files calls found changed (and those whose stamps were too new to
+//!   trust, looked at again on a timer as they settle) are read, a batch
+//!   at a time, into a new small layer; their old ids are dead already
+//!   (tombstones). Until read, such a file is a candidate the searcher
+//!   verifies, as the scan would.
+//! - small layers are merged and mostly dead ones rewritten, as the merge
+//!   policy says (`merge.rs`);
+//! - once nothing is left to read or merge, the layers held on the heap
+//!   are written to the cache and committed with the others;
+//! - in idle time, the scrub (`scrub.rs`).
+//!
+//! "index ready" is logged once the index covers the tree and nothing is
+//! left to merge or write; from then on, with no calls and no changes, the
+//! background does no work until the scrub's idle time comes.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::base::Layer;
+use super::build::{Built, PART_PAIRS, cache_budget, stored_layers, switch_off};
+use super::indexer::{Indexer, Read};
+use super::merge::{self, Input};
+use super::os::return_freed_memory;
+use super::pacer::Pacer;
+use super::postings::ListBuilder;
+use super::save::SegmentWriter;
+use super::scrub::Scrub;
+use super::segment::{FileRecord, FilterBits, Segment, encode};
+use super::tree::Content;
+use super::watch::Changes;
+use super::{Shared, State};
+use crate::walk::Stamp;
+
+/// Files read into one new layer.
+const UNREAD_BATCH: usize = 256;
+
+/// How often the background looks again at entries whose stamps it could
+/// not trust yet: just over the finest tick's doubt (0.1 s), so that a
+/// file written right before the build is indexed a moment after it.
+const SETTLE_STEP: Duration = Duration::from_millis(120);
+
+/// How long the background waits before it tries again to write the
+/// layers when another server was writing the cache.
+const STORE_RETRY: Duration = Duration::from_secs(30);
+
+/// Layers held on the heap past this are written to the cache before more
+/// files are read (otherwise once nothing is left to read or merge): a
+/// branch switch's new layers do not pile up in memory.
+const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the background does next.
+enum Work {
+    /// Read these files (with the stamps the list holds, first seen then).
+    Read(Vec<(String, Stamp, SystemTime)>),
+    /// Merge the layers of these first ids.
+    Merge(Vec<u32>),
+    /// Write the layers held on the heap to the cache, and commit.
+    Store,
+    Scrub,
+}
+
+/// Keeps the index covering the tree (see the module notes) until the
+/// model is dropped or switched off.
+pub(super) fn keep_indexing(shared: &Shared, built: Built) {
+    let mut pacer = Pacer::default();
+    let mut indexer = Indexer::default();
+    let mut scrub = Scrub::new(shared);
+    let mut ready = Some(built);
+    let mut store_after = Instant::now();
+    loop {
+        let Some(work) = next_work(shared, &mut indexer, &mut scrub, &mut ready, store_after)
+        else {
+            return;
+        };
+        let done = match work {
+            Work::Read(batch) => read_into_layer(shared, &mut pacer, &mut indexer, batch),
+            Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
+            Work::Store => {
+                let stored = store_layers(shared, &mut pacer);
+                if stored == Some(false) {
+                    store_after = Instant::now() + STORE_RETRY;
+                }
+                stored.map(|_| ())
+            }
+            Work::Scrub => scrub.run(shared, &mut pacer, &mut indexer),
+        };
+        if done.is_none() {
+            return;
+        }
+    }
+}
+
+/// Waits for work and says what it is; logs "index ready" once the index
+/// covers the tree and nothing is left to merge or write. `None` once the
+/// model is dropped or switched off.
+fn next_work(
+    shared: &Shared,
+    indexer: &mut Indexer,
+    scrub: &mut Scrub,
+    ready: &mut Option<Built>,
+    store_after: Instant,
+) -> Option<Work> {
+    let mut state = shared.state.lock().ok()?;
+    loop {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let State::Ready(live) = &mut *state else {
+            return None;
+        };
+        let now = Instant::now();
+        let heap_bytes = heap_layers_bytes(shared, live);
+        if now >= store_after && heap_bytes > HEAP_LAYERS_BYTES {
+            return Some(Work::Store);
+        }
+        if live.tree.has_unread() {
+            indexer.without_filters = live.without_filters;
+            return Some(Work::Read(live.tree.unread(UNREAD_BATCH)));
+        }
+        let sizes = live.base.sizes(|ids| live.tree.dead_count(ids));
+        if let Some(first_ids) = merge::plan(&sizes) {
+            return Some(Work::Merge(first_ids));
+        }
+        if now >= store_after && heap_bytes > 0 {
+            return Some(Work::Store);
+        }
+        if live.tree.is_covered()
+            && let Some(built) = ready.take()
+        {
+            tracing::debug!(
+                "index ready: {}, the tree covered in {} ms",
+                built.summary,
+                built.started.elapsed().as_millis()
+            );
+        }
+        let calls = shared.calls.load(Ordering::Relaxed) > 0;
+        let scrub_due = scrub.due(shared, live);
+        if scrub_due.is_some_and(|due| now >= due) && !calls {
+            return Some(Work::Scrub);
+        }
+        // Woken by a call that left files unread, or by the model's drop;
+        // the timeout guards against a missed wake-up, brings the scrub
+        // (once the calls running are done), and looks again at stamps not
+        // trusted yet as soon as they can be.
+        let unsettled = live.tree.has_unsettled();
+        let mut wait = match scrub_due {
+            Some(due) if now >= due => Duration::from_millis(100),
+            Some(due) => due.saturating_duration_since(now),
+            None => Duration::from_secs(5),
+        };
+        if unsettled {
+            wait = wait.min(SETTLE_STEP);
+        }
+        if store_after > now && heap_bytes > 0 {
+            wait = wait.min(store_after - now);
+        }
+        let wait = wait.clamp(Duration::from_millis(1), Duration::from_secs(5));
+        let (mut woken, timeout) = shared.unread.wait_timeout(state, wait).ok()?;
+        // A call in progress looks at them itself.
+        if unsettled && timeout.timed_out() && shared.calls.load(Ordering::Relaxed) == 0 {
+            settle(shared, &mut woken)?;
+        }
+        state = woken;
+    }
+}
+
+/// What the layers held on the heap only take, when they are to be
+/// written to the cache (0 when there is none, or it was given up).
+fn heap_layers_bytes(shared: &Shared, live: &super::live::Live) -> usize {
+    if shared.cache.get().is_none() || shared.cache_given_up.load(Ordering::Relaxed) {
+        return 0;
+    }
+    live.base
+        .layers()
+        .iter()
+        .filter(|layer| layer.stored.is_none())
+        .map(|layer| layer.segment.heap_bytes().max(1))
+        .sum()
+}
+
+/// Looks again at the entries whose stamps were not trusted yet, as a call
+/// would: those trusted now become files to read. `None` when that took
+/// the model over its memory limit (it is switched off).
+fn settle(shared: &Shared, state: &mut State) -> Option<()> {
+    let State::Ready(live) = state else {
+        return None;
+    };
+    let changed = live.tree.refresh(Changes::Paths(Vec::new()), &shared.gate);
+    match changed {
+        // The tree changed under the look: the next call sweeps.
+        None => live.sweep_owed = true,
+        Some(changed) if changed > 0 && !live.fits(shared.limit_bytes) => {
+            over_the_limit(state);
+            return None;
+        }
+        Some(_) => {}
+    }
+    Some(())
+}
+
+/// Switches the model off, saying why.
+fn over_the_limit(state: &mut State) {
+    if let State::Ready(live) = state {
+        tracing::info!(
+            "index: {} MB needed, over the [index] max_memory_mb limit; searches scan the tree from now on",
+            live.bytes() / (1024 * 1024)
+        );
+    }
+    switch_off(state);
+}
+
+/// Reads `batch` (in path order) without holding the model and hands it
+/// back as one new layer of the files read in the version the list holds;
+/// the others stay candidates. `None` once the model is gone or over its
+/// memory limit.
+fn read_into_layer(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    indexer: &mut Indexer,
+    batch: Vec<(String, Stamp, SystemTime)>,
+) -> Option<()> {
+    let root = shared.gate.root();
+    let mut lists = ListBuilder::new(0);
+    let mut indexed: Vec<(String, Stamp, Option<super::ngram::GramFilter>)> = Vec::new();
+    let mut others = Vec::new();
+    for (relative, stamp, first_seen) in batch {
+        if shared.cancelled.load(Ordering::Relaxed) {
+            return None;
+        }
+        // As a build's part: the rest of the batch waits for the next.
+        if lists.pairs() >= PART_PAIRS {
+            break;
+        }
+        pacer.yield_to_calls(shared);
+        let path = root.join(&relative);
+        let (now, trusted, read) =
+            indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), |_| None);
+        match read {
+            Read::Grams(grams) if now == Some(stamp) && trusted => {
+                lists.add(&grams.trigrams);
+                indexed.push((relative, stamp, grams.filter));
+            }
+            Read::Content(content) if now == Some(stamp) && trusted => {
+                others.push((relative, stamp, content));
+            }
+            // Changed since the list saw it: a call will see the change and
+            // queue it again; meanwhile it is always a candidate.
+            _ => others.push((relative, stamp, Content::Always)),
+        }
+    }
+    let segment = match indexed.is_empty() {
+        true => None,
+        false => layer_of(&super::segment::root_text(root), &indexed, lists),
+    };
+    if segment.is_none() {
+        // Nothing indexed, or the layer could not be made: candidates.
+        others.extend(
+            indexed
+                .drain(..)
+                .map(|(relative, stamp, _)| (relative, stamp, Content::Always)),
+        );
+    }
+    let mut state = shared.state.lock().ok()?;
+    let State::Ready(live) = &mut *state else {
+        return None;
+    };
+    if let Some(segment) = segment {
+        let first_id = live.base.free_ids(segment.file_count())?;
+        live.base.insert(Layer {
+            first_id,
+            segment: Arc::new(segment),
+            stored: None,
+        });
+        for ((relative, stamp, _), id) in indexed.into_iter().zip(first_id..) {
+            if !live.tree.adopt(&relative, stamp, Content::Base(id)) {
+                live.tree.lose_id(id);
+            }
+        }
+    }
+    for (relative, stamp, content) in others {
+        live.tree.adopt(&relative, stamp, content);
+    }
+    if !live.fits(shared.limit_bytes) {
+        over_the_limit(&mut state);
+        return None;
+    }
+    let idle = !live.tree.has_unread();
+    drop(state);
+    if idle {
+        // What the reads held is free now: give it back, so that churn
+        // does not leave the process larger.
+        return_freed_memory();
+    }
+    Some(())
+}
+
+/// The segment of the files `indexed` (in path order) with `lists`.
+fn layer_of(
+    root: &str,
+    indexed: &[(String, Stamp, Option<super::ngram::GramFilter>)],
+    lists: ListBuilder,
+) -> Option<Segment> {
+    let records: Vec<FileRecord> = indexed
+        .iter()
+        .map(|(name, stamp, filter)| FileRecord {
+            name,
+            stamp: *stamp,
+            filter: filter.as_ref().map(|filter| {
+                let (case, words) = filter.parts();
+                FilterBits::of_words(case, words)
+            }),
+        })
+        .collect();
+    let made =
+        encode(root, &records, lists.finish()).and_then(|bytes| Segment::from_bytes(bytes, root));
+    match made {
+        Ok(segment) => Some(segment),
+        Err(error) => {
+            tracing::info!("index: a layer of changed files could not be made ({error})");
+            None
+        }
+    }
+}
+
+/// Merges the layers `first_ids` into one (off the model's lock, pausing
+/// for calls) and puts it in their place: each file still holding its old
+/// id takes its new one; files changed meanwhile leave theirs dead. A
+/// layer that cannot be read through is given up: its files are read
+/// again. `None` once the model is gone.
+fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option<()> {
+    let (root, layers, alive, drop_filters) = {
+        let state = shared.state.lock().ok()?;
+        let State::Ready(live) = &*state else {
+            return None;
+        };
+        let layers: Vec<Layer> = first_ids
+            .iter()
+            .filter_map(|&first_id| live.base.layer(first_id).cloned())
+            .collect();
+        let alive: Vec<Vec<bool>> = layers
+            .iter()
+            .map(|layer| layer.ids().map(|id| !live.tree.is_dead(id)).collect())
+            .collect();
+        (
+            live.base.root().to_string(),
+            layers,
+            alive,
+            live.without_filters,
+        )
+    };
+    let inputs: Vec<Input> = layers
+        .iter()
+        .zip(alive)
+        .map(|(layer, alive)| Input {
+            segment: &layer.segment,
+            alive,
+        })
+        .collect();
+    let merged = merge::merge(&root, &inputs, drop_filters, &mut || {
+        pacer.yield_to_calls(shared)
+    })
+    .and_then(|merged| Ok((Segment::from_bytes(merged.bytes, &root)?, merged.sources)));
+    let mut state = shared.state.lock().ok()?;
+    let State::Ready(live) = &mut *state else {
+        return None;
+    };
+    let (segment, sources) = match merged {
+        Ok(merged) => merged,
+        Err(error) => {
+            tracing::warn!(
+                "index: layers could not be merged ({error}); their files are read again"
+            );
+            for layer in &layers {
+                for local in 0..layer.segment.file_count() {
+                    if let Some(file) = layer.segment.file(local) {
+                        live.tree
+                            .read_again_holding(file.name, layer.first_id + local);
+                    }
+                }
+                live.base.remove(layer.first_id);
+                live.tree.forget_ids(layer.ids());
+            }
+            shared.unread.notify_all();
+            return Some(());
+        }
+    };
+    // The new ids are taken before the old ones are freed: no id stands
+    // for two files at once.
+    let new_first = match segment.file_count() {
+        0 => None,
+        files => Some(live.base.free_ids(files)?),
+    };
+    // Each input's map from its local ids to the new ones.
+    let mut maps: Vec<Vec<Option<u32>>> = layers
+        .iter()
+        .map(|layer| vec![None; layer.segment.file_count() as usize])
+        .collect();
+    if let Some(first_id) = new_first {
+        for (new, &(input, local)) in (first_id..).zip(&sources) {
+            maps[input][local as usize] = Some(new);
+            let old = layers[input].first_id + local;
+            let name = layers[input].segment.file(local).map(|file| file.name);
+            let kept = name.is_some_and(|name| live.tree.move_id(name, old, new));
+            if !kept {
+                live.tree.lose_id(new);
+            }
+        }
+        live.base.insert(Layer {
+            first_id,
+            segment: Arc::new(segment),
+            stored: None,
+        });
+    }
+    let moved = |old: u32| {
+        let input = layers.iter().position(|layer| layer.ids().contains(&old))?;
+        Some(maps[input][(old - layers[input].first_id) as usize])
+    };
+    for (name, old, new) in live.base.move_other_names(moved) {
+        match new {
+            Some(new) => {
+                live.tree.move_id(&name, old, new);
+            }
+            None => live.tree.read_again_holding(&name, old),
+        }
+    }
+    for layer in &layers {
+        live.base.remove(layer.first_id);
+        live.tree.forget_ids(layer.ids());
+    }
+    drop(state);
+    return_freed_memory();
+    Some(())
+}
+
+/// Writes the layers held on the heap to the cache and commits every
+/// layer with its dead ids: the next session starts from them.
+/// `Some(false)` when another server is writing the cache; `None` once the
+/// model is gone.
+fn store_layers(shared: &Shared, pacer: &mut Pacer) -> Option<bool> {
+    let (cache, _) = shared.cache.get()?;
+    let (to_store, kept_bytes) = {
+        let state = shared.state.lock().ok()?;
+        let State::Ready(live) = &*state else {
+            return None;
+        };
+        let mut to_store = Vec::new();
+        let mut kept_bytes = 0u64;
+        for layer in live.base.layers() {
+            if layer.stored.is_some() {
+                kept_bytes += layer.segment.bytes() as u64;
+            } else {
+                to_store.push(layer.clone());
+            }
+        }
+        (to_store, kept_bytes)
+    };
+    let Some(mut writer) = SegmentWriter::open(cache, cache_budget(shared), kept_bytes) else {
+        return Some(false);
+    };
+    for layer in to_store {
+        pacer.yield_to_calls(shared);
+        match writer.store(&layer.segment) {
+            Ok((name, mapped)) => {
+                let mut state = shared.state.lock().ok()?;
+                let State::Ready(live) = &mut *state else {
+                    return None;
+                };
+                // Merged away meanwhile: its file goes with the commit.
+                if live
+                    .base
+                    .layer(layer.first_id)
+                    .is_some_and(|now| Arc::ptr_eq(&now.segment, &layer.segment))
+                {
+                    live.base.store(layer.first_id, mapped, name);
+                }
+            }
+            Err(error) => {
+                tracing::info!("index cache: not written ({error}); the index stays in memory");
+                shared.cache_given_up.store(true, Ordering::Relaxed);
+                return Some(true);
+            }
+        }
+    }
+    let layers = {
+        let state = shared.state.lock().ok()?;
+        let State::Ready(live) = &*state else {
+            return None;
+        };
+        stored_layers(live)
+    };
+    // Another server's commit since removes what it does not name: a
+    // manifest never names a file that is not there.
+    let present = |layers: &[super::cache::Committed]| {
+        layers
+            .iter()
+            .all(|layer| std::fs::symlink_metadata(cache.folder().join(&layer.name)).is_ok())
+    };
+    if let Some(layers) = layers.filter(|layers| present(layers)) {
+        writer.commit(&layers);
+    }
+    return_freed_memory();
+    Some(true)
+}

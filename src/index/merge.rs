@@ -1,0 +1,493 @@
+//! Merges segments, and decides which to merge.
+//!
+//! # The policy
+//!
+//! Every layer of the index is a segment (see `base.rs`). The build writes
+//! runs of about [`FULL_BYTES`]; the background writes a small segment for
+//! each batch of changed files it reads, so after a branch switch the
+//! index gains a segment every few dozen files. A lookup visits every
+//! layer, so small ones are merged as they come, size-tiered (as Lucene's
+//! tiered policy and Zoekt's compaction do):
+//!
+//! 1. A layer's tier is how many times its live bytes (its bytes times the
+//!    share of its files still alive) exceed [`TIER_BASE`] by a factor of
+//!    [`TIER_FACTOR`]: below 64 KiB tier 0, below 256 KiB tier 1, and so on.
+//!    Layers of [`FULL_BYTES`] or more are full: they join no tier.
+//! 2. When [`TIER_WIDTH`] layers share a tier, the lowest such tier's
+//!    layers (at most twice the width, the smallest first) are merged into
+//!    one, which lands a tier or two higher. Each byte is thus rewritten
+//!    about once per tier, and at most `TIER_WIDTH - 1` layers stay in each
+//!    of the few tiers below full.
+//! 3. Otherwise, a layer more than half of whose files are dead (changed
+//!    or gone since it was written: its tombstones) is rewritten alone
+//!    without them; one with no live file left is simply dropped.
+//!
+//! Merges run in the background, off the model's lock, pausing for calls;
+//! the merged segment replaces its inputs in one step under the lock.
+//!
+//! # The merge
+//!
+//! As google/codesearch's `index/merge.go`: the live files of every input
+//! (each input's in path order) are merged in path order and numbered from
+//! 0 in that order; each input gets a map from its ids to the new ones,
+//! dead files mapping nowhere. The inputs' lookup tables are walked
+//! together in increasing trigram order; a trigram's new list is the union
+//! of its inputs' lists, each mapped (and still increasing: ids follow path
+//! order in every input and in the output). A trigram no live file holds
+//! is left out. The output is encoded as any segment is, checked when it
+//! is opened, and never trusted more than one written by the build.
+
+use std::cell::RefCell;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::segment::{FileRecord, FilterBits, Segment, SegmentError, encode};
+use crate::walk;
+
+/// A layer this large is full: merged with no other (the build's runs).
+/// Unit tests' trees are small: there it is small enough to make several.
+pub(super) const FULL_BYTES: usize = if cfg!(test) {
+    16 * 1024
+} else {
+    16 * 1024 * 1024
+};
+/// Live bytes below which a layer is in tier 0: 64 KiB.
+const TIER_BASE: usize = FULL_BYTES / 256;
+/// How much larger each tier's layers are than the one below's.
+const TIER_FACTOR: usize = 4;
+/// Layers of one tier that call for a merge.
+const TIER_WIDTH: usize = 4;
+
+/// What the policy knows of a layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LayerSize {
+    pub(super) first_id: u32,
+    pub(super) bytes: usize,
+    pub(super) files: u32,
+    pub(super) dead: u32,
+}
+
+impl LayerSize {
+    fn live_bytes(&self) -> usize {
+        let live = u64::from(self.files.saturating_sub(self.dead));
+        let bytes = self.bytes as u64 * live / u64::from(self.files.max(1));
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+
+    /// `None` for a full layer.
+    fn tier(&self) -> Option<u32> {
+        if self.bytes >= FULL_BYTES {
+            return None;
+        }
+        let mut tier = 0;
+        let mut bound = TIER_BASE;
+        while self.live_bytes() >= bound {
+            tier += 1;
+            bound = bound.saturating_mul(TIER_FACTOR);
+        }
+        Some(tier)
+    }
+}
+
+/// The layers (by first id) to merge next, if any (see the policy above).
+pub(super) fn plan(layers: &[LayerSize]) -> Option<Vec<u32>> {
+    let mut tiered: Vec<(u32, LayerSize)> = layers
+        .iter()
+        .filter_map(|layer| Some((layer.tier()?, *layer)))
+        .collect();
+    tiered.sort_by_key(|(tier, layer)| (*tier, layer.live_bytes(), layer.first_id));
+    for group in tiered.chunk_by(|a, b| a.0 == b.0) {
+        if group.len() >= TIER_WIDTH {
+            let chosen = group.iter().take(2 * TIER_WIDTH);
+            return Some(chosen.map(|(_, layer)| layer.first_id).collect());
+        }
+    }
+    layers
+        .iter()
+        .filter(|layer| u64::from(layer.dead) * 2 > u64::from(layer.files))
+        .max_by_key(|layer| (layer.dead, Reverse(layer.first_id)))
+        .map(|layer| vec![layer.first_id])
+}
+
+/// One segment to merge and which of its files are alive (by local id).
+pub(super) struct Input<'a> {
+    pub(super) segment: &'a Segment,
+    pub(super) alive: Vec<bool>,
+}
+
+/// A merged segment's bytes, and where each of its files came from: the
+/// input and its local id there, by new id.
+pub(super) struct Merged {
+    pub(super) bytes: Vec<u8>,
+    pub(super) sources: Vec<(usize, u32)>,
+}
+
+/// A name at the head of one input, ordered as the walker orders paths.
+#[derive(PartialEq, Eq)]
+struct Head<'a> {
+    name: &'a str,
+    input: usize,
+    local: u32,
+}
+
+impl Ord for Head<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        walk::path_order(self.name, other.name).then(self.input.cmp(&other.input))
+    }
+}
+
+impl PartialOrd for Head<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Merges `inputs` into one segment of `root` (see the module notes),
+/// without the large files' filters when `drop_filters`. `pause` runs
+/// between two trigrams' lists, where the merge may yield to calls. A
+/// name alive in two inputs is kept once, from the first.
+pub(super) fn merge(
+    root: &str,
+    inputs: &[Input],
+    drop_filters: bool,
+    pause: &mut dyn FnMut(),
+) -> Result<Merged, SegmentError> {
+    // The live files in path order, and each input's map to new ids.
+    let mut maps: Vec<Vec<u32>> = inputs
+        .iter()
+        .map(|input| vec![u32::MAX; input.segment.file_count() as usize])
+        .collect();
+    let next_alive = |input: usize, from: u32| {
+        (from..inputs[input].segment.file_count())
+            .find(|&local| inputs[input].alive.get(local as usize) == Some(&true))
+    };
+    let head = |input: usize, from: u32| -> Result<Option<Reverse<Head>>, SegmentError> {
+        let Some(local) = next_alive(input, from) else {
+            return Ok(None);
+        };
+        let file = inputs[input]
+            .segment
+            .file(local)
+            .ok_or(SegmentError::Damaged("file record"))?;
+        Ok(Some(Reverse(Head {
+            name: file.name,
+            input,
+            local,
+        })))
+    };
+    let mut heads = BinaryHeap::new();
+    for input in 0..inputs.len() {
+        heads.extend(head(input, 0)?);
+    }
+    let mut sources = Vec::new();
+    let mut records = Vec::new();
+    let mut previous: Option<&str> = None;
+    while let Some(Reverse(Head { name, input, local })) = heads.pop() {
+        heads.extend(head(input, local + 1)?);
+        if previous == Some(name) {
+            continue;
+        }
+        previous = Some(name);
+        let file = inputs[input]
+            .segment
+            .file(local)
+            .ok_or(SegmentError::Damaged("file record"))?;
+        maps[input][local as usize] = sources.len() as u32;
+        sources.push((input, local));
+        records.push(FileRecord {
+            name: file.name,
+            stamp: file.stamp,
+            filter: file
+                .filter
+                .filter(|_| !drop_filters)
+                .map(|(case, bytes)| FilterBits {
+                    case,
+                    bytes: bytes.into(),
+                }),
+        });
+    }
+    let failed = RefCell::new(None);
+    let lists = MergedLists::new(inputs, &maps, &failed, pause);
+    let bytes = encode(root, &records, lists)?;
+    match failed.into_inner() {
+        Some(error) => Err(error),
+        None => Ok(Merged { bytes, sources }),
+    }
+}
+
+/// One input's lists, trigram by trigram.
+type Lists<'a> = Box<dyn Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + 'a>;
+
+/// The merged lists, trigram by trigram; the first list that fails to
+/// decode ends them and is kept in `failed`.
+struct MergedLists<'a, 'p> {
+    lists: Vec<Lists<'a>>,
+    /// The next trigram of each input, smallest first.
+    heads: BinaryHeap<Reverse<(u32, usize)>>,
+    pending: Vec<Option<Result<Vec<u32>, SegmentError>>>,
+    maps: &'a [Vec<u32>],
+    failed: &'a RefCell<Option<SegmentError>>,
+    pause: &'p mut dyn FnMut(),
+}
+
+impl<'a, 'p> MergedLists<'a, 'p> {
+    fn new(
+        inputs: &'a [Input<'a>],
+        maps: &'a [Vec<u32>],
+        failed: &'a RefCell<Option<SegmentError>>,
+        pause: &'p mut dyn FnMut(),
+    ) -> Self {
+        let mut merged = MergedLists {
+            lists: inputs
+                .iter()
+                .map(|input| match input.alive.contains(&true) {
+                    // Nothing of it is kept: its lists are not even read.
+                    false => Box::new(std::iter::empty()) as Lists,
+                    true => Box::new(input.segment.lists()),
+                })
+                .collect(),
+            heads: BinaryHeap::new(),
+            pending: (0..inputs.len()).map(|_| None).collect(),
+            maps,
+            failed,
+            pause,
+        };
+        for input in 0..inputs.len() {
+            merged.advance(input);
+        }
+        merged
+    }
+
+    /// Reads input `input`'s next list.
+    fn advance(&mut self, input: usize) {
+        if let Some((trigram, ids)) = self.lists[input].next() {
+            self.heads.push(Reverse((trigram, input)));
+            self.pending[input] = Some(ids);
+        }
+    }
+}
+
+impl Iterator for MergedLists<'_, '_> {
+    type Item = (u32, Vec<u32>);
+
+    fn next(&mut self) -> Option<(u32, Vec<u32>)> {
+        loop {
+            if self.failed.borrow().is_some() {
+                return None;
+            }
+            let Reverse((trigram, _)) = *self.heads.peek()?;
+            (self.pause)();
+            let mut merged: Vec<u32> = Vec::new();
+            while let Some(&Reverse((next, input))) = self.heads.peek() {
+                if next != trigram {
+                    break;
+                }
+                self.heads.pop();
+                match self.pending[input].take() {
+                    Some(Ok(ids)) => {
+                        let map = &self.maps[input];
+                        let mapped = ids
+                            .into_iter()
+                            .filter_map(|local| map.get(local as usize).copied())
+                            .filter(|&id| id != u32::MAX);
+                        merged = union_sorted(merged, mapped);
+                    }
+                    Some(Err(error)) => {
+                        *self.failed.borrow_mut() = Some(error);
+                        return None;
+                    }
+                    None => {}
+                }
+                self.advance(input);
+            }
+            if !merged.is_empty() {
+                return Some((trigram, merged));
+            }
+        }
+    }
+}
+
+/// The union of `a` and `b`, both increasing.
+fn union_sorted(a: Vec<u32>, b: impl Iterator<Item = u32>) -> Vec<u32> {
+    if a.is_empty() {
+        return b.collect();
+    }
+    let mut out = Vec::with_capacity(a.len());
+    let mut a = a.into_iter().peekable();
+    let mut b = b.peekable();
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x < y => a.next(),
+            (Some(x), Some(y)) if x > y => b.next(),
+            (Some(_), Some(_)) => {
+                b.next();
+                a.next()
+            }
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => return out,
+        };
+        out.extend(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::ngram::trigram;
+    use crate::index::postings::ListBuilder;
+    use crate::walk::Stamp;
+
+    const ROOT: &str = "/project";
+
+    /// A heap segment of `names` (any order; sorted here), where a file
+    /// holds the trigrams `held` gives for its name.
+    fn segment(names: &[&str], held: impl Fn(&str) -> Vec<u32>) -> Segment {
+        let mut names = names.to_vec();
+        names.sort_by(|a, b| walk::path_order(a, b));
+        let stamp = Stamp::of(&std::fs::metadata(std::env::temp_dir()).unwrap());
+        let mut builder = ListBuilder::new(0);
+        let records: Vec<FileRecord> = names
+            .iter()
+            .map(|name| {
+                let mut keys = held(name);
+                keys.sort_unstable();
+                keys.dedup();
+                builder.add(&keys);
+                FileRecord {
+                    name,
+                    stamp,
+                    filter: None,
+                }
+            })
+            .collect();
+        let bytes = encode(ROOT, &records, builder.finish()).unwrap();
+        Segment::from_bytes(bytes, ROOT).unwrap()
+    }
+
+    /// Each file's trigrams: one per letter of its name, so that lists
+    /// differ from file to file.
+    fn by_letters(name: &str) -> Vec<u32> {
+        name.bytes()
+            .filter(u8::is_ascii_lowercase)
+            .map(|b| trigram(b, b'-', b'-'))
+            .collect()
+    }
+
+    /// The names of the files holding `key` in `segment`.
+    fn holding(segment: &Segment, key: u32) -> Vec<String> {
+        segment
+            .postings(key)
+            .unwrap()
+            .into_iter()
+            .map(|id| segment.file(id).unwrap().name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn merged_segments_hold_the_live_files_in_path_order_with_their_lists() {
+        let a = segment(&["a/x.rs", "b.rs", "c/d/e.rs", "zz.rs"], by_letters);
+        let b = segment(&["a/w.rs", "b.rs", "c/a.rs", "c/d-e.rs"], by_letters);
+        let c = segment(&["a.rs", "q/r/s.rs"], by_letters);
+        // `b.rs` of the first is dead (the second holds its new version),
+        // and so is `zz.rs` (gone).
+        let inputs = [
+            Input {
+                segment: &a,
+                alive: vec![true, false, true, false],
+            },
+            Input {
+                segment: &b,
+                alive: vec![true; 4],
+            },
+            Input {
+                segment: &c,
+                alive: vec![true; 2],
+            },
+        ];
+        let merged = merge(ROOT, &inputs, false, &mut || {}).unwrap();
+        let out = Segment::from_bytes(merged.bytes, ROOT).unwrap();
+        let names: Vec<&str> = (0..out.file_count())
+            .map(|id| out.file(id).unwrap().name)
+            .collect();
+        let mut expected = vec![
+            "a/x.rs", "c/d/e.rs", "a/w.rs", "b.rs", "c/a.rs", "c/d-e.rs", "a.rs", "q/r/s.rs",
+        ];
+        expected.sort_by(|x, y| walk::path_order(x, y));
+        assert_eq!(names, expected);
+        for (id, &(input, local)) in merged.sources.iter().enumerate() {
+            let source = inputs[input].segment.file(local).unwrap().name;
+            assert_eq!(source, names[id]);
+        }
+        for letter in b'a'..=b'z' {
+            let key = trigram(letter, b'-', b'-');
+            let mut expected: Vec<String> = names
+                .iter()
+                .filter(|name| by_letters(name).contains(&key))
+                .map(|name| name.to_string())
+                .collect();
+            expected.sort_by(|x, y| walk::path_order(x, y));
+            assert_eq!(holding(&out, key), expected, "{}", letter as char);
+        }
+        // Nothing of the dead files is left, not even a trigram only they held.
+        assert!(holding(&out, trigram(b'z', b'-', b'-')).is_empty());
+        assert!(out.postings(trigram(b'z', b'-', b'-')).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_merge_of_nothing_alive_is_an_empty_segment() {
+        let a = segment(&["a.rs"], by_letters);
+        let inputs = [Input {
+            segment: &a,
+            alive: vec![false],
+        }];
+        let merged = merge(ROOT, &inputs, false, &mut || {}).unwrap();
+        assert!(merged.sources.is_empty());
+        let out = Segment::from_bytes(merged.bytes, ROOT).unwrap();
+        assert_eq!((out.file_count(), out.trigram_count()), (0, 0));
+    }
+
+    fn size(first_id: u32, bytes: usize, files: u32, dead: u32) -> LayerSize {
+        LayerSize {
+            first_id,
+            bytes,
+            files,
+            dead,
+        }
+    }
+
+    #[test]
+    fn the_policy_merges_a_full_tier_then_compacts_dead_layers() {
+        // Sizes as in production, where FULL_BYTES is 16 MiB.
+        let kib = FULL_BYTES / (16 * 1024);
+        // Three small layers: not yet.
+        let mut layers = vec![size(0, 20 * kib, 10, 0); 3];
+        for (at, layer) in layers.iter_mut().enumerate() {
+            layer.first_id = at as u32 * 10;
+        }
+        assert_eq!(plan(&layers), None);
+        // A fourth in the same tier: all four.
+        layers.push(size(30, 30 * kib, 10, 0));
+        assert_eq!(plan(&layers), Some(vec![0, 10, 20, 30]));
+        // Full layers join no tier, whatever their number.
+        let full: Vec<LayerSize> = (0..6)
+            .map(|at| size(at * 100, FULL_BYTES, 100, 0))
+            .collect();
+        assert_eq!(plan(&full), None);
+        // One mostly dead: rewritten alone; the deadest first.
+        let mut mixed = full.clone();
+        mixed[2].dead = 51;
+        mixed[4].dead = 80;
+        assert_eq!(plan(&mixed), Some(vec![400]));
+        // A layer half dead is kept as it is.
+        mixed[2].dead = 50;
+        mixed[4].dead = 50;
+        assert_eq!(plan(&mixed), None);
+        // Dead files shrink a layer's tier: these are tier 0 now.
+        let shrunk: Vec<LayerSize> = (0..4)
+            .map(|at| size(at * 100, 200 * kib, 100, 90))
+            .collect();
+        assert_eq!(shrunk[0].tier(), Some(0));
+        assert_eq!(plan(&shrunk), Some(vec![0, 100, 200, 300]));
+    }
+}
