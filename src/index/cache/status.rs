@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::evict::folder_bytes;
-use super::{CacheError, RootCache};
+use super::{CacheError, RootCache, is_ours};
 use crate::config::IndexCacheConfig;
 
 /// Where the cache of `root` lives, its size, and what its committed
@@ -24,8 +24,13 @@ pub fn status(config: &IndexCacheConfig, root: &Path) -> Result<String, CacheErr
         Err(error) => return Err(error),
     };
     let _ = writeln!(out, "index cache: {}", cache.folder().display());
-    if !cache.folder().is_dir() {
+    if std::fs::symlink_metadata(cache.folder()).is_err() {
         out.push_str("state: empty (no server has written an index for this root yet)\n");
+        return Ok(out);
+    }
+    if !is_ours(cache.folder()) {
+        out.push_str(NOT_OURS);
+        out.push('\n');
         return Ok(out);
     }
     let _ = writeln!(
@@ -91,11 +96,17 @@ pub fn clear(config: &IndexCacheConfig, root: &Path) -> Result<String, CacheErro
         Err(error) => return Err(error),
     };
     let folder = cache.folder();
-    if !folder.is_dir() {
+    if std::fs::symlink_metadata(folder).is_err() {
         return Ok(format!(
             "index cache: {} does not exist: nothing to clear\n",
             folder.display()
         ));
+    }
+    if !is_ours(folder) {
+        return Err(CacheError::Io {
+            path: folder.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, NOT_OURS),
+        });
     }
     let Some(lock) = cache.try_lock_writer()? else {
         return Err(CacheError::Io {
@@ -107,22 +118,42 @@ pub fn clear(config: &IndexCacheConfig, root: &Path) -> Result<String, CacheErro
         });
     };
     let bytes = folder_bytes(folder);
-    // Everything but the held lock first (Windows removes no open file).
+    // What this program writes, and nothing else; the held lock last
+    // (Windows removes no open file).
     for entry in std::fs::read_dir(folder)
         .map_err(super::io_error(folder))?
         .flatten()
     {
-        if entry.file_name() != super::LOCK {
+        let name = entry.file_name();
+        if name != super::LOCK && is_written_here(&name.to_string_lossy()) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
     drop(lock);
-    std::fs::remove_dir_all(folder).map_err(super::io_error(folder))?;
+    let _ = std::fs::remove_file(folder.join(super::LOCK));
+    if std::fs::remove_dir(folder).is_err() {
+        return Ok(format!(
+            "index cache: removed the index from {} ({}); the folder stays: it holds files this program did not write\n",
+            folder.display(),
+            megabytes(bytes)
+        ));
+    }
     Ok(format!(
         "index cache: removed {} ({})\n",
         folder.display(),
         megabytes(bytes)
     ))
+}
+
+/// Said of a root's cache folder that is a link, another user's, or has
+/// no marker: it is never read, written or removed.
+const NOT_OURS: &str = "state: not a cache folder this program made (a link, another user's folder, or one without its marker); left alone";
+
+/// Whether `name` is a file this program writes in a root's folder.
+fn is_written_here(name: &str) -> bool {
+    [super::MANIFEST, super::LOCK, super::USED, super::MARKER].contains(&name)
+        || super::is_segment_name(name)
+        || (name.starts_with('.') && name.ends_with(".tmp"))
 }
 
 fn megabytes(bytes: u64) -> String {
@@ -165,5 +196,43 @@ mod tests {
                 .unwrap()
                 .contains("nothing to clear")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn status_and_clear_leave_alone_what_this_program_did_not_make() {
+        let (cache_dir, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let config = config_in(cache_dir.path());
+        let cache = RootCache::locate(&config, root.path()).unwrap();
+        // The root's folder a link to someone's files.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("notes.txt"), "mine").unwrap();
+        std::fs::create_dir_all(cache.folder().parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), cache.folder()).unwrap();
+        assert!(status(&config, root.path()).unwrap().contains("left alone"));
+        assert!(clear(&config, root.path()).is_err());
+        let left: Vec<_> = std::fs::read_dir(elsewhere.path())
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(left.len(), 1, "nothing written or removed through the link");
+        // A real folder without the marker.
+        std::fs::remove_file(cache.folder()).unwrap();
+        std::fs::create_dir(cache.folder()).unwrap();
+        std::fs::write(cache.folder().join("manifest"), "mine").unwrap();
+        assert!(clear(&config, root.path()).is_err());
+        assert!(cache.folder().join("manifest").exists());
+        // Ours, with a stranger's file in it: the index goes, the file stays.
+        std::fs::remove_dir_all(cache.folder()).unwrap();
+        let cache = committed_cache(&config, root.path(), &["a"]);
+        std::fs::write(cache.folder().join("notes.txt"), "mine").unwrap();
+        let cleared = clear(&config, root.path()).unwrap();
+        assert!(cleared.contains("the folder stays"), "{cleared}");
+        let left: Vec<String> = std::fs::read_dir(cache.folder())
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["notes.txt"]);
     }
 }

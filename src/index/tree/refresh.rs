@@ -2,16 +2,16 @@
 //! sweep) into folders to list or walk again and files to look at again,
 //! then applying that work in rounds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::{
-    IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps, is_below,
-    kind_of, lstat, lstat_stamped, parent_of, read_ignores, stamp_at,
+    Content, IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps,
+    is_below, kind_of, lstat, lstat_stamped, make_listed_node, parent_of, read_ignores, stamp_at,
 };
 use crate::index::watch::Changes;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry, EntryKind, WalkOptions};
+use crate::walk::{self, EntryKind, Stamper, WalkOptions};
 
 impl Tree {
     /// Brings the tree up to the disk. Returns how many entries changed, or
@@ -138,9 +138,13 @@ impl Tree {
         let ignores_changed = |dir: &Path, known: &[IgnoreFile; 2]| {
             ignore_stamps(dir) != [known[0].stamp, known[1].stamp]
         };
-        if stamp_at(&self.root) != self.root_stamp
-            || ignores_changed(&self.root, &self.root_ignores)
-        {
+        if ignores_changed(&self.root, &self.root_ignores) {
+            // The rules of the whole tree may have changed: it is walked
+            // again, which looks at every entry as this sweep would.
+            work.relist.push(".".to_string());
+            return;
+        }
+        if stamp_at(&self.root) != self.root_stamp {
             work.relist.push(".".to_string());
         }
         for (key, node) in self.nodes.iter().filter(|(_, node)| !node.lossy) {
@@ -213,38 +217,66 @@ impl Tree {
     }
 
     /// Walks `dir` again from scratch, keeping what is known of entries
-    /// whose stamps did not change. Returns the entries changed.
+    /// whose stamps did not change. Returns the entries changed. The walk
+    /// and a `stat` of every entry run on the walker's threads, as the
+    /// build's list does; entries found as they were stay in place.
     fn rewalk(&mut self, gate: &PathGate, dir: &str, work: &mut Work) -> usize {
-        let mut old = self.remove_subtree(dir);
         let Some(start) = self.resolve_dir(gate, dir) else {
             // Gone or replaced: its parent lists what stands there now.
+            let removed = self.remove_subtree(dir).len();
             self.forget_dir(dir);
             if dir != "." {
                 work.relist.push(parent_of(dir).to_string());
             }
-            return old.len() + 1;
+            return removed + 1;
+        };
+        let per_thread = || {
+            let mut stamper = Stamper::default();
+            move |relative: &str, real: &Path, kind| {
+                Some(make_listed_node(gate, &mut stamper, kind, relative, real))
+            }
         };
         // A folder that cannot be read shows empty, as the walker shows it.
-        let entries = walk::walk(gate, &start, None, &WalkOptions::default()).unwrap_or_default();
-        let mut changed = old.len().abs_diff(entries.len());
-        for entry in entries {
-            let node = self.reuse_or_make(old.remove(&entry.relative), &entry, &mut changed);
-            self.insert(entry.relative, node);
+        let parts =
+            walk::walk_made(gate, &start, &WalkOptions::default(), &per_thread).unwrap_or_default();
+        let mut found: HashMap<String, Node> = parts.into_iter().flatten().collect();
+        // Entries gone, changed (with what stands there now), and seen
+        // unchanged before their stamps could be trusted.
+        let mut gone = Vec::new();
+        let mut replaced = Vec::new();
+        let mut unsettled = Vec::new();
+        for (key, known) in self.under(dir) {
+            match found.remove(&key.0) {
+                Some(node) if node.kind == known.kind && node.stamp == known.stamp => {
+                    if !known.settled {
+                        unsettled.push(key.0.clone());
+                    }
+                }
+                Some(node) => replaced.push((key.0.clone(), node)),
+                None => gone.push(key.0.clone()),
+            }
+        }
+        let changed = gone.len() + replaced.len() + unsettled.len() + found.len();
+        for key in gone {
+            self.remove(&key);
+        }
+        for key in unsettled {
+            // Seen before with this stamp: since when counts.
+            let path = self.path_of(&key);
+            let known = self.nodes.get(&PathKey(key.clone()));
+            let kind = known.map_or(EntryKind::File, |known| known.kind);
+            let node = self.make_node_after(kind, &key, &path, known);
+            self.insert(key, node);
+        }
+        for (relative, mut node) in replaced.into_iter().chain(found) {
+            // What was known of it goes; the background reads it.
+            if matches!(node.content, Content::Listed) {
+                node.content = Content::Unread;
+            }
+            self.insert(relative, node);
         }
         self.restamp_dir(dir);
         changed
-    }
-
-    fn reuse_or_make(&self, old: Option<Node>, entry: &Entry, changed: &mut usize) -> Node {
-        if let Some(node) = &old
-            && node.kind == entry.kind
-            && node.settled
-            && stamp_at(&entry.path) == node.stamp
-        {
-            return old.expect("matched above");
-        }
-        *changed += 1;
-        self.make_node_after(entry.kind, &entry.relative, &entry.path, old.as_ref())
     }
 
     /// A folder that is gone or can no longer be walked: it and everything
@@ -405,7 +437,7 @@ impl Work {
         let mut changed = 0;
         // Listing a folder can reveal more folders to list (a vanished
         // child's parent): loop until nothing is left.
-        let mut listed: Vec<String> = Vec::new();
+        let mut listed: HashSet<String> = HashSet::new();
         let mut rewalk = std::mem::take(&mut self.rewalk);
         rewalk.sort_by(|a, b| walk::path_order(a, b));
         rewalk.dedup();
@@ -436,11 +468,11 @@ impl Work {
                 if dir != "." && !tree.is_dir(&dir) {
                     // Gone since it was queued: its parent lists it out.
                     self.relist.push(parent_of(&dir).to_string());
-                    listed.push(dir);
+                    listed.insert(dir);
                     continue;
                 }
                 changed += tree.relist(gate, &dir, self);
-                listed.push(dir);
+                listed.insert(dir);
             }
         }
         let mut files = std::mem::take(&mut self.files);
