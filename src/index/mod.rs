@@ -244,6 +244,22 @@ impl TreeModel {
         if self.shared.cache.get().is_some() {
             self.shared.restoring.store(true, Ordering::Release);
         }
+        // The background that keeps the index covering the tree after the
+        // build runs at the priority calls run at (its work after a branch
+        // switch is what they wait for; it pauses while they run): started
+        // here, as a thread inherits its creator's priority, and handed
+        // the build once it is done.
+        let (hand_over, built_index) = std::sync::mpsc::channel::<build::Built>();
+        let background = self.shared.clone();
+        let hand_over = std::thread::Builder::new()
+            .name("index-background".into())
+            .spawn(move || {
+                if let Ok(built) = built_index.recv() {
+                    keep_indexing(&background, built);
+                }
+            })
+            .ok()
+            .map(|_| hand_over);
         let building = self.shared.clone();
         let spawned = std::thread::Builder::new()
             .name("index-build".into())
@@ -270,7 +286,14 @@ impl TreeModel {
                 building.left_building.notify_all();
                 building.building.store(false, Ordering::Release);
                 if let Some(built) = built {
-                    keep_indexing(&building, built);
+                    let unsent = match &hand_over {
+                        Some(hand_over) => hand_over.send(built).err().map(|unsent| unsent.0),
+                        None => Some(built),
+                    };
+                    // No background thread: this one does its work.
+                    if let Some(built) = unsent {
+                        keep_indexing(&building, built);
+                    }
                 }
             });
         if spawned.is_err() {

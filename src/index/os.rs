@@ -22,16 +22,17 @@ pub(super) fn return_freed_memory() {
     }
 }
 
-/// The build yields the CPU to tool calls: the first search of a session
-/// must not wait for it, even while it walks the file list. The lowest
-/// priority each platform offers a thread: nice 19 on Linux, background
+/// The build leaves the CPU to other programs first (it pauses for tool
+/// calls on its own, see `pacer.rs`): a lower priority, not the lowest, so
+/// that a busy machine slows it down without stopping it for good. Nice
+/// 10 on Linux (about a tenth of a core against each busy one), background
 /// mode (lower CPU and I/O priority) on Windows.
 pub(super) fn lower_priority() {
     // On Linux the calling process's id (`None`) names the calling thread
     // alone. Failing leaves the build at normal priority, which is correct,
     // only slower for the first calls.
     #[cfg(target_os = "linux")]
-    let _ = rustix::process::setpriority_process(None, 19);
+    let _ = rustix::process::setpriority_process(None, 10);
     #[cfg(windows)]
     // SAFETY: GetCurrentThread returns a pseudo handle of the calling
     // thread, which SetThreadPriority only reads. Failing leaves the build
