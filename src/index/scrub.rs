@@ -54,7 +54,9 @@ struct Sample {
 impl Scrub {
     pub(super) fn new(shared: &Shared) -> Self {
         Scrub {
-            next_id: 0,
+            // A different place each session: a short session still looks
+            // at some files late in path order.
+            next_id: random_u32(),
             looked_at: 0,
             due: Instant::now() + shared.scrub_every,
             calls_seen: shared.calls_started.load(Ordering::Relaxed),
@@ -158,7 +160,7 @@ impl Scrub {
                 break;
             }
             self.looked_at += 1;
-            let id = if self.next_id >= end { 0 } else { self.next_id };
+            let id = self.next_id % end;
             self.next_id = id + 1;
             let Some((_, file)) = live.base.stored_file(id) else {
                 continue;
@@ -179,6 +181,15 @@ impl Scrub {
         }
         Some(samples)
     }
+}
+
+/// A number no session can foretell (the standard library's per-process
+/// hash keys).
+fn random_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish() as u32
 }
 
 /// Whether the file list still gives `sample`'s file its id, with the

@@ -68,7 +68,7 @@ struct IgnoreFile {
     text: Option<Vec<u8>>,
 }
 
-/// One entry of the file list: 96 bytes, besides its path (kept once, as
+/// One entry of the file list: 88 bytes, besides its path (kept once, as
 /// the key).
 #[derive(Debug)]
 pub struct Node {

@@ -55,6 +55,10 @@ pub enum CacheError {
         "the cache folder {0} lies inside the project root; the index is never kept there: set [index] cache_dir elsewhere"
     )]
     InsideRoot(PathBuf),
+    #[error(
+        "the cache folder {0} has a `..` in its path, which could lead anywhere: name it without one"
+    )]
+    DotDot(PathBuf),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -228,7 +232,13 @@ impl RootCache {
     pub fn locate(config: &IndexCacheConfig, root: &Path) -> Result<RootCache, CacheError> {
         let base = base_folder(config)?;
         let folder = base.join(folder_name(root));
-        if resolved(&folder).starts_with(root) {
+        if folder
+            .components()
+            .any(|part| part == std::path::Component::ParentDir)
+        {
+            return Err(CacheError::DotDot(folder));
+        }
+        if resolved(&folder).starts_with(root) || is_below_folder(&folder, root) {
             return Err(CacheError::InsideRoot(folder));
         }
         Ok(RootCache {
@@ -387,6 +397,28 @@ fn resolved(path: &Path) -> PathBuf {
         }
     }
     path.to_path_buf()
+}
+
+/// Whether one of `path`'s existing ancestors is the folder `root` itself
+/// under another path (a bind mount of the project, say): same device,
+/// same inode. Windows has no such mounts to follow.
+fn is_below_folder(path: &Path, root: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(root) = std::fs::metadata(root) else {
+            return false;
+        };
+        path.ancestors().any(|ancestor| {
+            std::fs::metadata(ancestor)
+                .is_ok_and(|found| (found.dev(), found.ino()) == (root.dev(), root.ino()))
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, root);
+        false
+    }
 }
 
 /// Whether `folder` is one this program made: a real folder of the
@@ -568,6 +600,14 @@ mod tests {
                 Err(CacheError::InsideRoot(_))
             ));
         }
+        // A folder that does not exist yet, then `..` back into the root.
+        let parent = root.parent().unwrap();
+        let name = root.file_name().unwrap();
+        let sneaky = parent.join("not-there").join("..").join(name);
+        assert!(matches!(
+            RootCache::locate(&config_in(&sneaky), &root),
+            Err(CacheError::DotDot(_))
+        ));
         let off = IndexCacheConfig {
             persist: false,
             ..config_in(Path::new("/elsewhere"))
