@@ -35,7 +35,7 @@ use crate::security::{LastFolder, PathGate, ResolvedPath};
 mod ignore_rules;
 mod stamp;
 
-pub use stamp::{Stamp, Stamper};
+pub use stamp::Stamp;
 
 /// Folder names never descended into (`.git` is also on the deny-list).
 const SKIPPED_DIRS: &[&str] = &[".git", ".venv", "__pycache__", "node_modules", "target"];

@@ -24,7 +24,8 @@ use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
-use crate::walk::{self, EntryKind, Stamp, Stamper, WalkOptions};
+use crate::security::LastFolder;
+use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 /// (trigram, file) pairs collected before a part of a run is sealed: 8
 /// bytes each, and as much again while sorting, so the build's scratch
@@ -543,7 +544,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     let over_limit_seen = AtomicBool::new(false);
     let per_thread = || {
         let mut pacer = Pacer::default();
-        let mut stamper = Stamper::default();
+        let mut last = LastFolder::default();
         let (gate, held, over_limit, cancel) =
             (&shared.gate, &held, &over_limit_seen, &options.cancel);
         move |relative: &str, real: &Path, kind| {
@@ -552,7 +553,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
                 return None;
             }
             pacer.yield_to_calls(shared);
-            let node = make_listed_node(gate, &mut stamper, kind, relative, real);
+            let node = make_listed_node(gate, &mut last, kind, relative, real)?;
             let bytes =
                 size_of::<(String, Node)>() + heap_bytes(relative.len()) + node.heap_bytes();
             if held.fetch_add(bytes, Ordering::Relaxed) + bytes > shared.limit_bytes {

@@ -3,21 +3,22 @@
 //! # The policy
 //!
 //! Every layer of the index is a segment (see `base.rs`). The build writes
-//! runs of about [`FULL_BYTES`]; the background writes a small segment for
-//! each batch of changed files it reads, so after a branch switch the
-//! index gains a segment every few dozen files. A lookup visits every
-//! layer, so small ones are merged as they come, size-tiered (as Lucene's
-//! tiered policy and Zoekt's compaction do):
+//! runs of several MiB; the background writes a small segment for each
+//! batch of changed files it reads, so after a branch switch the index
+//! gains a segment every few hundred files. A lookup visits every layer,
+//! so small ones are merged as they come, size-tiered (as Lucene's tiered
+//! policy and Zoekt's compaction do):
 //!
 //! 1. A layer's tier is how many times its live bytes (its bytes times the
 //!    share of its files still alive) exceed [`TIER_BASE`] by a factor of
 //!    [`TIER_FACTOR`]: below 64 KiB tier 0, below 256 KiB tier 1, and so on.
-//!    Layers of [`FULL_BYTES`] or more are full: they join no tier.
+//!    Layers of [`LARGE_BYTES`] or more join no tier.
 //! 2. When [`TIER_WIDTH`] layers share a tier, the lowest such tier's
-//!    layers (at most twice the width, the smallest first) are merged into
-//!    one, which lands a tier or two higher. Each byte is thus rewritten
-//!    about once per tier, and at most `TIER_WIDTH - 1` layers stay in each
-//!    of the few tiers below full.
+//!    layers are merged into one, the smallest first, as many as fit in
+//!    twice [`LARGE_BYTES`] (at least two): the merged layer lands a tier
+//!    or two higher, and no merge holds more than that on the heap. Each
+//!    byte is thus rewritten about once per tier, and at most
+//!    `TIER_WIDTH - 1` layers stay in each of the few tiers below large.
 //! 3. Otherwise, a layer more than half of whose files are dead (changed
 //!    or gone since it was written: its tombstones) is rewritten alone
 //!    without them; one with no live file left is simply dropped.
@@ -44,13 +45,16 @@ use std::collections::BinaryHeap;
 use super::segment::{FileRecord, FilterBits, Segment, SegmentError, encode};
 use crate::walk;
 
-/// A layer this large is full: merged with no other (the build's runs).
-/// Unit tests' trees are small: there it is small enough to make several.
+/// What a build's run of parts may hold on the heap before the parts are
+/// joined into one layer. Unit tests' trees are small: there it is small
+/// enough to make several.
 pub(super) const FULL_BYTES: usize = if cfg!(test) {
     16 * 1024
 } else {
     16 * 1024 * 1024
 };
+/// A layer this large is merged with no other (a build's runs are): 4 MiB.
+const LARGE_BYTES: usize = FULL_BYTES / 4;
 /// Live bytes below which a layer is in tier 0: 64 KiB.
 const TIER_BASE: usize = FULL_BYTES / 256;
 /// How much larger each tier's layers are than the one below's.
@@ -74,9 +78,9 @@ impl LayerSize {
         usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 
-    /// `None` for a full layer.
+    /// `None` for a large layer.
     fn tier(&self) -> Option<u32> {
-        if self.bytes >= FULL_BYTES {
+        if self.bytes >= LARGE_BYTES {
             return None;
         }
         let mut tier = 0;
@@ -97,9 +101,20 @@ pub(super) fn plan(layers: &[LayerSize]) -> Option<Vec<u32>> {
         .collect();
     tiered.sort_by_key(|(tier, layer)| (*tier, layer.live_bytes(), layer.first_id));
     for group in tiered.chunk_by(|a, b| a.0 == b.0) {
-        if group.len() >= TIER_WIDTH {
-            let chosen = group.iter().take(2 * TIER_WIDTH);
-            return Some(chosen.map(|(_, layer)| layer.first_id).collect());
+        if group.len() < TIER_WIDTH {
+            continue;
+        }
+        let mut bytes = 0;
+        let chosen: Vec<u32> = group
+            .iter()
+            .take_while(|(_, layer)| {
+                bytes += layer.live_bytes();
+                bytes <= 2 * LARGE_BYTES
+            })
+            .map(|(_, layer)| layer.first_id)
+            .collect();
+        if chosen.len() >= 2 {
+            return Some(chosen);
         }
     }
     layers
@@ -215,13 +230,20 @@ pub(super) fn merge(
     }
 }
 
+/// Trigrams merged between two releases of the inputs' pages: a few MiB
+/// of lists and lookup entries.
+const RELEASE_EVERY: usize = 32 * 1024;
+
 /// One input's lists, trigram by trigram.
 type Lists<'a> = Box<dyn Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + 'a>;
 
 /// The merged lists, trigram by trigram; the first list that fails to
 /// decode ends them and is kept in `failed`.
 struct MergedLists<'a, 'p> {
+    inputs: &'a [Input<'a>],
     lists: Vec<Lists<'a>>,
+    /// Trigrams merged since the inputs' pages were last given back.
+    since_release: usize,
     /// The next trigram of each input, smallest first.
     heads: BinaryHeap<Reverse<(u32, usize)>>,
     pending: Vec<Option<Result<Vec<u32>, SegmentError>>>,
@@ -238,6 +260,8 @@ impl<'a, 'p> MergedLists<'a, 'p> {
         pause: &'p mut dyn FnMut(),
     ) -> Self {
         let mut merged = MergedLists {
+            inputs,
+            since_release: 0,
             lists: inputs
                 .iter()
                 .map(|input| match input.alive.contains(&true) {
@@ -277,6 +301,15 @@ impl Iterator for MergedLists<'_, '_> {
             }
             let Reverse((trigram, _)) = *self.heads.peek()?;
             (self.pause)();
+            // A merge reads its mapped inputs through once: what it has
+            // read goes back, so it never holds them all resident.
+            self.since_release += 1;
+            if self.since_release == RELEASE_EVERY {
+                self.since_release = 0;
+                for input in self.inputs {
+                    input.segment.drop_resident_pages();
+                }
+            }
             let mut merged: Vec<u32> = Vec::new();
             while let Some(&Reverse((next, input))) = self.heads.peek() {
                 if next != trigram {
@@ -308,13 +341,17 @@ impl Iterator for MergedLists<'_, '_> {
 }
 
 /// The union of `a` and `b`, both increasing.
-fn union_sorted(a: Vec<u32>, b: impl Iterator<Item = u32>) -> Vec<u32> {
-    if a.is_empty() {
-        return b.collect();
+fn union_sorted(mut a: Vec<u32>, b: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut b = b.peekable();
+    // Lists of inputs that do not interleave (a build's parts): joined.
+    if b.peek()
+        .is_none_or(|&first| a.last().is_none_or(|&last| last < first))
+    {
+        a.extend(b);
+        return a;
     }
     let mut out = Vec::with_capacity(a.len());
     let mut a = a.into_iter().peekable();
-    let mut b = b.peekable();
     loop {
         let next = match (a.peek(), b.peek()) {
             (Some(x), Some(y)) if x < y => a.next(),
@@ -469,11 +506,17 @@ mod tests {
         // A fourth in the same tier: all four.
         layers.push(size(30, 30 * kib, 10, 0));
         assert_eq!(plan(&layers), Some(vec![0, 10, 20, 30]));
-        // Full layers join no tier, whatever their number.
+        // Large layers join no tier, whatever their number.
         let full: Vec<LayerSize> = (0..6)
-            .map(|at| size(at * 100, FULL_BYTES, 100, 0))
+            .map(|at| size(at * 100, LARGE_BYTES, 100, 0))
             .collect();
         assert_eq!(plan(&full), None);
+        // Layers of one tier whose sum would pass twice the large size:
+        // as many as fit, smallest first.
+        let big: Vec<LayerSize> = (0..4)
+            .map(|at| size(at * 10, 3 * 1024 * kib, 10, 0))
+            .collect();
+        assert_eq!(plan(&big), Some(vec![0, 10]));
         // One mostly dead: rewritten alone; the deadest first.
         let mut mixed = full.clone();
         mixed[2].dead = 51;

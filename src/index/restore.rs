@@ -93,7 +93,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
         gone: 0,
     };
     for (layer, dead) in layers {
-        let mut segment = layer.segment;
+        let segment = layer.segment;
         // Its tombstones: versions of files that changed or went before
         // the commit. A lie costs only a read, as the sweep checks the rest.
         for run in &dead {
@@ -122,9 +122,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
             }
         }
         // The sweep read every name and stamp: pages a search may never need.
-        if let Some(only) = Arc::get_mut(&mut segment) {
-            only.drop_resident_pages();
-        }
+        segment.drop_resident_pages();
         base.insert(Layer { segment, ..layer });
     }
     base.seal();

@@ -14,8 +14,8 @@ use std::time::SystemTime;
 
 use super::tombstones::Tombstones;
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
-use crate::security::PathGate;
-use crate::walk::{self, EntryKind, Stamp, Stamper};
+use crate::security::{LastFolder, PathGate};
+use crate::walk::{self, EntryKind, Stamp};
 
 mod refresh;
 
@@ -824,30 +824,42 @@ pub fn make_node(
     node
 }
 
-/// [`make_node`] for the build's list: a file's contents are
-/// [`Content::Listed`], for the build to read; files are stamped by
-/// `stamper`, which keeps their folder open.
+/// [`make_node`] for a walk's entry (the build's list, a folder walked
+/// again): a file's contents are [`Content::Listed`], for the build to
+/// read; entries are stamped through the root handle, their folder held
+/// in `last` for the next ([`Stamp::beneath`]). `None` for an entry the
+/// root handle does not reach (its folder was swapped for a link out of
+/// the root while the walk listed it: the name is an outside file's), as
+/// the walker's own confirmation drops such an entry
+/// (`walk::walk_picked`). Folders were confirmed as the walk entered them.
 pub fn make_listed_node(
     gate: &PathGate,
-    stamper: &mut Stamper,
+    last: &mut LastFolder,
     kind: EntryKind,
     relative: &str,
     real: &Path,
-) -> Node {
-    if kind != EntryKind::File || !walk::leads_back(gate.root(), relative, real) {
-        return make_node(gate, kind, relative, real, None);
+) -> Option<Node> {
+    if kind == EntryKind::Dir {
+        return Some(make_node(gate, kind, relative, real, None));
     }
     let seen_at = SystemTime::now();
-    let stamp = stamper.lstat(real);
-    Node {
-        stamp,
-        content: Content::Listed,
+    let stamp = Stamp::beneath(gate, real, last)?;
+    if !walk::leads_back(gate.root(), relative, real) {
+        return Some(make_node(gate, kind, relative, real, None));
+    }
+    let (content, settled) = match kind {
+        EntryKind::File => (Content::Listed, stamp.is_trusted(seen_at, seen_at)),
+        _ => (Content::Always, true),
+    };
+    Some(Node {
+        stamp: Some(stamp),
+        content,
         first_seen: Seen::of(seen_at),
         ignores: None,
         kind,
-        settled: stamp.is_some_and(|s| s.is_trusted(seen_at, seen_at)),
+        settled,
         lossy: false,
-    }
+    })
 }
 
 /// Where the entries below `dir` start in path order: right after it.

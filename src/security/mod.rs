@@ -301,6 +301,13 @@ impl PathGate {
         self.opener.entry_stat_in(self.below_root(path)?, last)
     }
 
+    /// The whole `stat` of the entry at `path`, looked up by name in its
+    /// folder opened beneath the root (as [`PathGate::entry_stat_in`]).
+    #[cfg(target_os = "linux")]
+    pub fn full_stat_in(&self, path: &Path, last: &mut LastFolder) -> io::Result<rustix::fs::Stat> {
+        self.opener.full_stat_in(self.below_root(path)?, last)
+    }
+
     /// `path` relative to the root, exactly (names that are not UTF-8
     /// included), for the opener: on the bytes first (see
     /// [`bytes_below_root`]), since comparing paths part by part for every

@@ -235,31 +235,56 @@ mod unix {
             self.stat_through(relative, Some(last))
         }
 
+        /// The whole `stat` of the entry at `relative`, looked up in its
+        /// folder opened beneath the root (reusing the handle in `last`).
+        #[cfg(target_os = "linux")]
+        pub fn full_stat_in(
+            &self,
+            relative: &Path,
+            last: &mut LastFolder,
+        ) -> io::Result<rustix::fs::Stat> {
+            self.in_folder(relative, Some(last), |folder, name| {
+                Ok(rustix::fs::statat(folder, name, AtFlags::SYMLINK_NOFOLLOW)?)
+            })
+        }
+
         fn stat_through(
             &self,
             relative: &Path,
             last: Option<&mut LastFolder>,
         ) -> io::Result<EntryStat> {
+            self.in_folder(relative, last, stat_at)
+        }
+
+        /// `look` at the entry `relative` by name in its folder, opened
+        /// beneath the root without following symlinks (the handle in
+        /// `last` when it is that folder's; kept there for the next).
+        fn in_folder<T>(
+            &self,
+            relative: &Path,
+            last: Option<&mut LastFolder>,
+            look: impl FnOnce(BorrowedFd<'_>, &OsStr) -> io::Result<T>,
+        ) -> io::Result<T> {
             ensure_plain(relative)?;
             let (Some(name), Some(folder)) = (relative.file_name(), relative.parent()) else {
-                return stat_at(self.fd.as_fd(), OsStr::new("."));
+                return look(self.fd.as_fd(), OsStr::new("."));
             };
             if folder.as_os_str().is_empty() {
-                return stat_at(self.fd.as_fd(), name);
+                return look(self.fd.as_fd(), name);
             }
             if let Some((_, fd)) = last
                 .as_ref()
                 .and_then(|last| last.held.as_ref())
                 .filter(|(held, _)| held == folder)
             {
-                return stat_at(fd.as_fd(), name);
+                return look(fd.as_fd(), name);
             }
             let fd = self.open_checked(folder, FOLDER_FLAGS)?;
-            let stat = stat_at(fd.as_fd(), name);
+            let found = look(fd.as_fd(), name);
             if let Some(last) = last {
                 last.held = Some((folder.to_path_buf(), fd));
             }
-            stat
+            found
         }
 
         /// Opens `relative`, whose names [`ensure_plain`] accepted (empty

@@ -6,6 +6,8 @@ use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use crate::security::{LastFolder, PathGate};
+
 /// What identifies one version of a file: a rewrite changes at least the
 /// change time (to the nanosecond where the file system keeps it).
 ///
@@ -255,38 +257,33 @@ impl Stamp {
     }
 }
 
-/// Stamps entries as a walk meets them, folder by folder: on Linux each
-/// `stat` is made relative to the entry's folder, held open, where a
-/// `stat` by path looks every folder on the way up again (most of what a
-/// stat of a deep file costs). The folder is opened by path, as the `stat`
-/// by path would have walked it: what is stamped is the same entry.
-#[derive(Default)]
-pub struct Stamper {
-    #[cfg(target_os = "linux")]
-    held: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
-}
-
-impl Stamper {
-    /// The stamp of what is at `path` (a final symlink not followed).
-    pub fn lstat(&mut self, path: &Path) -> Option<Stamp> {
+impl Stamp {
+    /// The stamp of the entry at `path` as a walk met it, confirmed through
+    /// the root handle: on Linux the `stat` of its name in its folder,
+    /// opened beneath the root and held in `last` for the entries after it
+    /// (where a `stat` by path looks every folder on the way up again, most
+    /// of what a stat of a deep file costs); elsewhere the `stat` by path,
+    /// then a look through the root handle that must find the same file.
+    /// `None` when the root handle does not reach it (gone, or its folder
+    /// swapped for a link out of the root since the walk listed it).
+    pub fn beneath(gate: &PathGate, path: &Path, last: &mut LastFolder) -> Option<Stamp> {
         #[cfg(target_os = "linux")]
-        if let (Some(folder), Some(name)) = (path.parent(), path.file_name()) {
-            use rustix::fs::{AtFlags, Mode, OFlags};
-            let held =
-                |(known, _): &(std::path::PathBuf, _)| known.as_os_str() == folder.as_os_str();
-            if !self.held.as_ref().is_some_and(held) {
-                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                self.held = rustix::fs::open(folder, flags, Mode::empty())
-                    .ok()
-                    .map(|fd| (folder.to_path_buf(), fd));
-            }
-            if let Some((_, fd)) = &self.held {
-                return rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
-                    .ok()
-                    .map(|stat| Stamp::of_stat(&stat));
-            }
+        {
+            gate.full_stat_in(path, last)
+                .ok()
+                .map(|stat| Stamp::of_stat(&stat))
         }
-        Stamp::lstat(path).ok().map(|(_, stamp)| stamp)
+        #[cfg(not(target_os = "linux"))]
+        {
+            let stamp = Stamp::lstat(path).ok().map(|(_, stamp)| stamp)?;
+            let confirmed = gate.entry_stat_in(path, last).ok()?;
+            #[cfg(unix)]
+            if stamp.inode() != Some(confirmed.ino) {
+                return None;
+            }
+            let _ = confirmed;
+            Some(stamp)
+        }
     }
 }
 
@@ -296,21 +293,41 @@ mod tests {
     use std::fs::FileTimes;
 
     #[test]
-    fn a_stamper_stamps_as_a_stat_by_path_does() {
+    fn a_stamp_beneath_the_root_is_the_stat_by_path_of_what_is_there() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let file = dir.path().join("a.txt");
+        let root = dunce::canonicalize(dir.path()).expect("root");
+        let file = root.join("a.txt");
         std::fs::write(&file, "x").expect("write");
-        std::fs::hard_link(&file, dir.path().join("b.txt")).expect("link");
-        std::fs::create_dir(dir.path().join("sub")).expect("folder");
+        std::fs::hard_link(&file, root.join("b.txt")).expect("link");
+        std::fs::create_dir(root.join("sub")).expect("folder");
+        std::fs::write(root.join("sub/c.txt"), "y").expect("write");
         #[cfg(unix)]
-        std::os::unix::fs::symlink("a.txt", dir.path().join("link")).expect("symlink");
-        let mut stamper = Stamper::default();
-        for name in ["a.txt", "b.txt", "sub", "link", "gone", "a.txt"] {
-            let path = dir.path().join(name);
+        std::os::unix::fs::symlink("a.txt", root.join("link")).expect("symlink");
+        let gate = PathGate::new(root.clone(), &[]).expect("gate");
+        let mut last = LastFolder::default();
+        for name in ["a.txt", "b.txt", "sub", "sub/c.txt", "link", "a.txt"] {
+            let path = root.join(name);
             let by_path = Stamp::lstat(&path).ok().map(|(_, stamp)| stamp);
-            assert_eq!(stamper.lstat(&path), by_path, "{name}");
+            assert_eq!(Stamp::beneath(&gate, &path, &mut last), by_path, "{name}");
         }
-        assert_eq!(stamper.lstat(&file).map(|s| s.links()), Some(2));
+        assert_eq!(Stamp::beneath(&gate, &root.join("gone"), &mut last), None);
+        assert_eq!(
+            Stamp::beneath(&gate, &file, &mut last).map(|s| s.links()),
+            Some(2)
+        );
+        // A folder swapped for a link out of the root is not stamped through.
+        #[cfg(unix)]
+        {
+            let outside = tempfile::tempdir().expect("outside");
+            std::fs::write(outside.path().join("c.txt"), "z").expect("write");
+            std::fs::rename(root.join("sub"), root.join("parked")).expect("park");
+            std::os::unix::fs::symlink(outside.path(), root.join("sub")).expect("link");
+            let mut fresh = LastFolder::default();
+            assert_eq!(
+                Stamp::beneath(&gate, &root.join("sub/c.txt"), &mut fresh),
+                None
+            );
+        }
     }
 
     #[test]

@@ -65,20 +65,22 @@ impl Segment {
         // into place; no writer of this program changes a committed one. The
         // map is read only through checked slices.
         let map = unsafe { Mmap::map(file)? };
-        let mut segment = Segment::check(Backing::Mapped(map), root)?;
+        let segment = Segment::check(Backing::Mapped(map), root)?;
         segment.drop_resident_pages();
         Ok(segment)
     }
 
     /// Drops the pages read so far (by the checks: every section; by a
-    /// sweep of its files) from the process: lookups touch again only what
-    /// they need. Called while the segment has one owner and nothing
-    /// borrows from it (`&mut`).
-    pub fn drop_resident_pages(&mut self) {
+    /// sweep of its files; by a merge reading its lists) from the process:
+    /// lookups touch again only what they need. A segment held on the heap
+    /// keeps its bytes.
+    pub fn drop_resident_pages(&self) {
         match &self.bytes {
-            // SAFETY: the map is read-only and shared, and no slice of it is
-            // borrowed: a page dropped is read again from the file, as it
-            // was, when next touched.
+            // SAFETY: the map is a read-only shared mapping of a file that
+            // is never changed once written (segments are replaced by a
+            // rename, never rewritten): a page dropped is read again from
+            // the file, as it was, when next touched, also by a reader on
+            // another thread.
             #[cfg(unix)]
             Backing::Mapped(map) => {
                 let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };

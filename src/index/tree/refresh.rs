@@ -10,8 +10,8 @@ use super::{
     is_below, kind_of, lstat, lstat_stamped, make_listed_node, parent_of, read_ignores, stamp_at,
 };
 use crate::index::watch::Changes;
-use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, EntryKind, Stamper, WalkOptions};
+use crate::security::{LastFolder, PathGate, ResolvedPath};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 impl Tree {
     /// Brings the tree up to the disk. Returns how many entries changed, or
@@ -231,9 +231,9 @@ impl Tree {
             return removed + 1;
         };
         let per_thread = || {
-            let mut stamper = Stamper::default();
+            let mut last = LastFolder::default();
             move |relative: &str, real: &Path, kind| {
-                Some(make_listed_node(gate, &mut stamper, kind, relative, real))
+                make_listed_node(gate, &mut last, kind, relative, real)
             }
         };
         // A folder that cannot be read shows empty, as the walker shows it.
