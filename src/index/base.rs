@@ -161,6 +161,7 @@ impl BaseIndex {
     }
 
     /// The file id `id` stands for, and the ids of its layer.
+    #[cfg(test)]
     pub(super) fn file(&self, id: u32) -> Option<(std::ops::Range<u32>, FileEntry<'_>)> {
         let layer = self.layer_of(id)?;
         Some((layer.ids(), layer.segment.file(id - layer.first_id)?))
@@ -181,17 +182,6 @@ impl BaseIndex {
         let mut local = vec![id - layer.first_id];
         layer.segment.retain_holding(trigram, &mut local);
         !local.is_empty()
-    }
-
-    /// Whether file `id`'s long grams (when it has a filter) allow a match
-    /// of `query`; its trigrams were asked already. Filters are read where
-    /// they lie.
-    pub(super) fn may_match(&self, id: u32, query: &Query) -> bool {
-        let mapped = self
-            .file(id)
-            .and_then(|(_, file)| file.filter)
-            .and_then(|(case, words)| MappedFilter::new(case, words));
-        mapped.is_none_or(|filter| query.may_match(None, Some(&filter)))
     }
 
     /// The ids after the last one.
@@ -251,6 +241,11 @@ impl BaseIndex {
         self.other_names.shrink_to_fit();
     }
 
+    /// Whether some file has other names.
+    pub(super) fn has_other_names(&self) -> bool {
+        !self.other_names.is_empty()
+    }
+
     /// The other names of the files `ids` (sorted), in path order.
     pub(super) fn other_names_of(&self, ids: &[u32]) -> Vec<&BaseName> {
         if self.other_names.is_empty() || ids.is_empty() {
@@ -300,6 +295,15 @@ impl BaseIndex {
         self.seal();
         changes
     }
+}
+
+/// Whether `file`'s long grams (when it has a filter) allow a match of
+/// `query`; its trigrams were asked already. A filter is read where it lies.
+pub(super) fn may_match(file: &FileEntry<'_>, query: &Query) -> bool {
+    let filter = file
+        .filter
+        .and_then(|(case, words)| MappedFilter::new(case, words));
+    filter.is_none_or(|filter| query.may_match(None, Some(&filter)))
 }
 
 #[cfg(test)]

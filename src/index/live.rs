@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::base::{BaseIndex, Layer, NameOf};
+use super::base::{BaseIndex, Layer, NameOf, may_match};
 use super::merge::{Input, merge};
 use super::os::log_filters_left_out;
 use super::plan::Query;
@@ -46,7 +46,8 @@ impl Live {
         }
         let below = |name: &str| tree::is_below(name, dir) && name != dir;
         let mut runs = Vec::with_capacity(self.base.layers().len() + 1);
-        // Ids whose files match, for their other names.
+        // Ids whose files match, for their other names (if any file has).
+        let linked = self.base.has_other_names();
         let mut matched = Vec::new();
         for layer in self.base.layers() {
             let segment = &*layer.segment;
@@ -55,19 +56,20 @@ impl Live {
             let mut run = Vec::new();
             for local in local {
                 let id = layer.first_id + local;
+                // Changed or gone since it was indexed: a loose file or
+                // nothing (its other names may still stand for it).
+                let dead = self.tree.is_dead(id);
+                if dead && !linked {
+                    continue;
+                }
                 // The filters judge a file once, whatever its names.
-                if !self.base.may_match(id, query) {
-                    continue;
-                }
-                matched.push(id);
-                // Changed or gone since it was indexed: a loose file or nothing.
-                if self.tree.is_dead(id) {
-                    continue;
-                }
-                let Some(file) = segment.file(local) else {
+                let Some(file) = segment.file(local).filter(|file| may_match(file, query)) else {
                     continue;
                 };
-                if below(file.name) {
+                if linked {
+                    matched.push(id);
+                }
+                if !dead && below(file.name) {
                     run.push(Found::from(NameOf::from(file)));
                 }
             }
