@@ -654,6 +654,7 @@ pub fn run(config: Config) -> ExitCode {
         }
     };
     let code = runtime.block_on(serve(config));
+    crate::index::shut_down(std::time::Duration::from_millis(500));
     // A blocked stdin read must not keep the process alive after EOF
     // (rust-sdk issue 220), so leave without waiting for the runtime.
     std::process::exit(code)

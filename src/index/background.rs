@@ -21,15 +21,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::base::Layer;
-use super::build::{Built, PART_PAIRS, cache_budget, stored_layers, switch_off};
+use super::build::{Built, Part, cache_budget, part_pairs, stored_layers, switch_off};
 use super::indexer::{Indexer, Read};
 use super::merge::{self, Input};
 use super::os::return_freed_memory;
 use super::pacer::Pacer;
-use super::postings::ListBuilder;
 use super::save::SegmentWriter;
 use super::scrub::Scrub;
-use super::segment::{FileRecord, FilterBits, Segment, encode};
+use super::segment::{ContentHash, Segment};
 use super::tree::Content;
 use super::watch::Changes;
 use super::{Shared, State};
@@ -52,10 +51,15 @@ const STORE_RETRY: Duration = Duration::from_secs(30);
 /// branch switch's new layers do not pile up in memory.
 const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
 
+/// A file for the background to read: its path, the stamp the list holds
+/// and when it was first seen, and the id it held before it changed with
+/// the hash of that version's text.
+type ToRead = (String, Stamp, SystemTime, Option<(u32, ContentHash)>);
+
 /// What the background does next.
 enum Work {
-    /// Read these files (with the stamps the list holds, first seen then).
-    Read(Vec<(String, Stamp, SystemTime)>),
+    /// Read these files.
+    Read(Vec<ToRead>),
     /// Merge the layers of these first ids.
     Merge(Vec<u32>),
     /// Write the layers held on the heap to the cache, and commit.
@@ -76,6 +80,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
         else {
             return;
         };
+        let _busy = super::Busy::new();
         let done = match work {
             Work::Read(batch) => read_into_layer(shared, &mut pacer, &mut indexer, batch),
             Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
@@ -106,7 +111,7 @@ fn next_work(
 ) -> Option<Work> {
     let mut state = shared.state.lock().ok()?;
     loop {
-        if shared.cancelled.load(Ordering::Relaxed) {
+        if shared.stopping() {
             return None;
         }
         let State::Ready(live) = &mut *state else {
@@ -119,10 +124,17 @@ fn next_work(
         }
         if live.tree.has_unread() {
             indexer.without_filters = live.without_filters;
-            return Some(Work::Read(live.tree.unread(UNREAD_BATCH)));
+            let batch = live.tree.unread(UNREAD_BATCH).into_iter();
+            let batch = batch.map(|(relative, stamp, first_seen, held)| {
+                let held = held.and_then(|id| Some((id, live.base.hash_of(id, &relative)?)));
+                (relative, stamp, first_seen, held)
+            });
+            return Some(Work::Read(batch.collect()));
         }
-        let sizes = live.base.sizes(|ids| live.tree.dead_count(ids));
-        if let Some(first_ids) = merge::plan(&sizes) {
+        let sizes = live
+            .base
+            .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
+        if let Some(first_ids) = merge::plan(&sizes, merge::large_bytes(shared.limit_bytes)) {
             return Some(Work::Merge(first_ids));
         }
         if now >= store_after && heap_bytes > 0 {
@@ -215,34 +227,44 @@ fn over_the_limit(state: &mut State) {
 
 /// Reads `batch` (in path order) without holding the model and hands it
 /// back as one new layer of the files read in the version the list holds;
-/// the others stay candidates. `None` once the model is gone or over its
-/// memory limit.
+/// a file whose text hashes as the version it held before takes that id
+/// back; the others stay candidates. `None` once the model is gone or over
+/// its memory limit.
 fn read_into_layer(
     shared: &Shared,
     pacer: &mut Pacer,
     indexer: &mut Indexer,
-    batch: Vec<(String, Stamp, SystemTime)>,
+    batch: Vec<ToRead>,
 ) -> Option<()> {
     let root = shared.gate.root();
-    let mut lists = ListBuilder::new(0);
-    let mut indexed: Vec<(String, Stamp, Option<super::ngram::GramFilter>)> = Vec::new();
+    let pairs = part_pairs(shared);
+    let mut part = Part::new(0, pairs);
     let mut others = Vec::new();
-    for (relative, stamp, first_seen) in batch {
-        if shared.cancelled.load(Ordering::Relaxed) {
+    let mut same = Vec::new();
+    for (relative, stamp, first_seen, held) in batch {
+        if shared.stopping() {
             return None;
         }
         // As a build's part: the rest of the batch waits for the next.
-        if lists.pairs() >= PART_PAIRS {
+        if part.pairs() >= pairs {
             break;
         }
         pacer.yield_to_calls(shared);
         let path = root.join(&relative);
-        let (now, trusted, read) =
-            indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), |_| None);
+        let same_as = held.map(|(_, hash)| hash);
+        let (now, trusted, read) = indexer.read_after(
+            &shared.gate,
+            &path,
+            Some((stamp, first_seen)),
+            same_as,
+            |_| None,
+        );
         match read {
+            Read::Same if now == Some(stamp) && trusted => {
+                same.extend(held.map(|(id, _)| (relative, stamp, id)));
+            }
             Read::Grams(grams) if now == Some(stamp) && trusted => {
-                lists.add(&grams.trigrams);
-                indexed.push((relative, stamp, grams.filter));
+                part.add(&relative, stamp, grams);
             }
             Read::Content(content) if now == Some(stamp) && trusted => {
                 others.push((relative, stamp, content));
@@ -252,16 +274,13 @@ fn read_into_layer(
             _ => others.push((relative, stamp, Content::Always)),
         }
     }
-    let segment = match indexed.is_empty() {
-        true => None,
-        false => layer_of(&super::segment::root_text(root), &indexed, lists),
-    };
+    let (segment, indexed) = part.seal(&super::segment::root_text(root));
     if segment.is_none() {
-        // Nothing indexed, or the layer could not be made: candidates.
+        // The layer could not be made: candidates.
         others.extend(
             indexed
-                .drain(..)
-                .map(|(relative, stamp, _)| (relative, stamp, Content::Always)),
+                .iter()
+                .map(|(relative, stamp)| (relative.clone(), *stamp, Content::Always)),
         );
     }
     let mut state = shared.state.lock().ok()?;
@@ -275,11 +294,27 @@ fn read_into_layer(
             segment: Arc::new(segment),
             stored: None,
         });
-        for ((relative, stamp, _), id) in indexed.into_iter().zip(first_id..) {
+        for ((relative, stamp), id) in indexed.into_iter().zip(first_id..) {
             if !live.tree.adopt(&relative, stamp, Content::Base(id)) {
                 live.tree.lose_id(id);
             }
         }
+    }
+    let mut taken_back = 0;
+    for (relative, stamp, id) in same {
+        // Its layer's record keeps the old stamp: the layer is rewritten
+        // once enough of its files were taken back so.
+        if live.tree.adopt(&relative, stamp, Content::Base(id))
+            && let Some(layer) = live.base.layer_holding(id)
+        {
+            *live.restamped.entry(layer).or_default() += 1;
+            taken_back += 1;
+        }
+    }
+    if taken_back > 0 {
+        tracing::debug!(
+            "index: {taken_back} files read again hold the text indexed before; their ids taken back"
+        );
     }
     for (relative, stamp, content) in others {
         live.tree.adopt(&relative, stamp, content);
@@ -298,41 +333,13 @@ fn read_into_layer(
     Some(())
 }
 
-/// The segment of the files `indexed` (in path order) with `lists`.
-fn layer_of(
-    root: &str,
-    indexed: &[(String, Stamp, Option<super::ngram::GramFilter>)],
-    lists: ListBuilder,
-) -> Option<Segment> {
-    let records: Vec<FileRecord> = indexed
-        .iter()
-        .map(|(name, stamp, filter)| FileRecord {
-            name,
-            stamp: *stamp,
-            filter: filter.as_ref().map(|filter| {
-                let (case, words) = filter.parts();
-                FilterBits::of_words(case, words)
-            }),
-        })
-        .collect();
-    let made =
-        encode(root, &records, lists.finish()).and_then(|bytes| Segment::from_bytes(bytes, root));
-    match made {
-        Ok(segment) => Some(segment),
-        Err(error) => {
-            tracing::info!("index: a layer of changed files could not be made ({error})");
-            None
-        }
-    }
-}
-
 /// Merges the layers `first_ids` into one (off the model's lock, pausing
 /// for calls) and puts it in their place: each file still holding its old
 /// id takes its new one; files changed meanwhile leave theirs dead. A
 /// layer that cannot be read through is given up: its files are read
 /// again. `None` once the model is gone.
 fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option<()> {
-    let (root, layers, alive, drop_filters) = {
+    let (root, layers, alive, stamps, drop_filters) = {
         let state = shared.state.lock().ok()?;
         let State::Ready(live) = &*state else {
             return None;
@@ -345,19 +352,31 @@ fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option
             .iter()
             .map(|layer| layer.ids().map(|id| !live.tree.is_dead(id)).collect())
             .collect();
+        // Files taken back with a new stamp get it in the merged layer.
+        let stamps: Vec<Vec<Option<Stamp>>> = layers
+            .iter()
+            .map(|layer| {
+                (0..layer.segment.file_count())
+                    .map(|local| current_stamp(live, layer, local))
+                    .collect()
+            })
+            .collect();
         (
             live.base.root().to_string(),
             layers,
             alive,
+            stamps,
             live.without_filters,
         )
     };
     let inputs: Vec<Input> = layers
         .iter()
         .zip(alive)
-        .map(|(layer, alive)| Input {
+        .zip(stamps)
+        .map(|((layer, alive), stamps)| Input {
             segment: &layer.segment,
             alive,
+            stamps,
         })
         .collect();
     let merged = merge::merge(&root, &inputs, drop_filters, &mut || {
@@ -430,10 +449,21 @@ fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option
     for layer in &layers {
         live.base.remove(layer.first_id);
         live.tree.forget_ids(layer.ids());
+        live.restamped.remove(&layer.first_id);
     }
     drop(state);
     return_freed_memory();
     Some(())
+}
+
+/// The stamp file `local` of `layer` has now, when it still holds its id
+/// under a stamp other than the one the layer recorded (taken back after
+/// a change that kept its text).
+fn current_stamp(live: &super::live::Live, layer: &Layer, local: u32) -> Option<Stamp> {
+    let file = layer.segment.file(local)?;
+    let (_, node) = live.tree.get(file.name)?;
+    let holds = matches!(node.content, Content::Base(id) if id == layer.first_id + local);
+    node.stamp.filter(|stamp| holds && *stamp != file.stamp)
 }
 
 /// Writes the layers held on the heap to the cache and commits every

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::merge::LayerSize;
 use super::ngram::MappedFilter;
 use super::plan::Query;
-use super::segment::{FileEntry, Segment};
+use super::segment::{ContentHash, FileEntry, Segment};
 use super::tree::PathKey;
 use crate::walk::Stamp;
 
@@ -115,8 +115,9 @@ impl BaseIndex {
         next.checked_add(files).map(|_| next)
     }
 
-    /// Adds `layer`, whose ids no other layer holds.
+    /// Adds `layer`, whose ids (at least one) no other layer holds.
     pub(super) fn insert(&mut self, layer: Layer) {
+        debug_assert!(layer.segment.file_count() > 0, "an empty layer");
         let at = self
             .layers
             .partition_point(|other| other.first_id < layer.first_id);
@@ -174,6 +175,18 @@ impl BaseIndex {
         Some((layer.ids(), layer.segment.file(id - layer.first_id)?))
     }
 
+    /// The content hash recorded for file `id` under the name `relative`.
+    pub(super) fn hash_of(&self, id: u32, relative: &str) -> Option<ContentHash> {
+        let layer = self.layer_of(id)?;
+        let file = layer.segment.file(id - layer.first_id)?;
+        (file.name == relative).then_some(file.hash)
+    }
+
+    /// The first id of the layer holding id `id`.
+    pub(super) fn layer_holding(&self, id: u32) -> Option<u32> {
+        self.layer_of(id).map(|layer| layer.first_id)
+    }
+
     /// Whether file `id` is in `trigram`'s list.
     pub(super) fn holds(&self, id: u32, trigram: u32) -> bool {
         let Some(layer) = self.layer_of(id) else {
@@ -190,8 +203,13 @@ impl BaseIndex {
     }
 
     /// Every layer's size, for the merge policy; `dead` counts the dead
-    /// ids of a range.
-    pub(super) fn sizes(&self, dead: impl Fn(std::ops::Range<u32>) -> u32) -> Vec<LayerSize> {
+    /// ids of a range, `restamped` the files of a layer (by first id) taken
+    /// back under a new stamp.
+    pub(super) fn sizes(
+        &self,
+        dead: impl Fn(std::ops::Range<u32>) -> u32,
+        restamped: &std::collections::HashMap<u32, u32>,
+    ) -> Vec<LayerSize> {
         self.layers
             .iter()
             .map(|layer| LayerSize {
@@ -199,6 +217,7 @@ impl BaseIndex {
                 bytes: layer.segment.bytes(),
                 files: layer.segment.file_count(),
                 dead: dead(layer.ids()),
+                restamped: restamped.get(&layer.first_id).copied().unwrap_or(0),
             })
             .collect()
     }
@@ -318,6 +337,7 @@ mod tests {
             .map(|name| FileRecord {
                 name,
                 stamp,
+                hash: ContentHash::of(name.as_bytes()),
                 filter: None,
             })
             .collect();

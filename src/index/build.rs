@@ -19,7 +19,7 @@ use super::pacer::Pacer;
 use super::postings::ListBuilder;
 use super::restore::{Restored, restore};
 use super::save::SegmentWriter;
-use super::segment::{FileRecord, FilterBits, Segment, encode};
+use super::segment::{ContentHash, FileRecord, FilterBits, Segment, encode};
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
 use super::watch::ChangeWatcher;
 use super::{Shared, State};
@@ -32,7 +32,13 @@ use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 /// stays near 8 MiB (unless one file alone has more). A run's parts are
 /// merged into one segment when they reach [`FULL_BYTES`]. Unit tests'
 /// trees are small: there parts are small too.
-pub(super) const PART_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
+const PART_PAIRS: usize = if cfg!(test) { 2048 } else { 512 * 1024 };
+
+/// The pairs a part collects before it is sealed: [`PART_PAIRS`], less
+/// under a small memory limit (the sort's scratch a quarter of it).
+pub(super) fn part_pairs(shared: &Shared) -> usize {
+    PART_PAIRS.min(shared.limit_bytes / 64).max(1024)
+}
 
 /// Switches the model off (calls then scan the tree): what it held goes
 /// back to the system, not only to the allocator.
@@ -219,16 +225,24 @@ fn adopt_all(live: &mut Live, files: Vec<(String, Stamp, Content)>) {
     }
 }
 
-/// The files of one part of a run: their lists, and what their records
-/// hold, from the part's first id on.
-struct Part {
+/// Files read for a new segment (a part of a build's run, or a layer of
+/// changed files the background read): their lists, and what their
+/// records hold, from the part's first id on.
+pub(super) struct Part {
     first_id: u32,
     lists: ListBuilder,
-    files: Vec<(String, Stamp, Option<GramFilter>)>,
+    files: Vec<PartFile>,
+}
+
+struct PartFile {
+    name: String,
+    stamp: Stamp,
+    hash: ContentHash,
+    filter: Option<GramFilter>,
 }
 
 impl Part {
-    fn new(first_id: u32, pairs: usize) -> Self {
+    pub(super) fn new(first_id: u32, pairs: usize) -> Self {
         Part {
             first_id,
             lists: ListBuilder::new(pairs),
@@ -236,33 +250,60 @@ impl Part {
         }
     }
 
-    fn add(&mut self, relative: &str, stamp: Stamp, grams: FileGrams) -> u32 {
+    /// (trigram, file) pairs collected so far.
+    pub(super) fn pairs(&self) -> usize {
+        self.lists.pairs()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Adds the file `relative`, read with `stamp` into `grams`; its id.
+    pub(super) fn add(&mut self, relative: &str, stamp: Stamp, grams: FileGrams) -> u32 {
         let id = self.first_id + self.lists.files();
         self.lists.add(&grams.trigrams);
-        self.files.push((relative.to_string(), stamp, grams.filter));
+        self.files.push(PartFile {
+            name: relative.to_string(),
+            stamp,
+            hash: grams.hash,
+            filter: grams.filter,
+        });
         id
     }
 
-    /// The part as a segment held on the heap.
-    fn seal(self, root: &str) -> Option<Segment> {
+    /// The part as a segment held on the heap (`None` when it holds no
+    /// file or cannot be made), and its files' names and stamps by local id.
+    pub(super) fn seal(self, root: &str) -> (Option<Segment>, Vec<(String, Stamp)>) {
+        if self.files.is_empty() {
+            return (None, Vec::new());
+        }
         let records: Vec<FileRecord> = self
             .files
             .iter()
-            .map(|(name, stamp, filter)| FileRecord {
-                name,
-                stamp: *stamp,
-                filter: filter.as_ref().map(|filter| {
+            .map(|file| FileRecord {
+                name: &file.name,
+                stamp: file.stamp,
+                hash: file.hash,
+                filter: file.filter.as_ref().map(|filter| {
                     let (case, words) = filter.parts();
                     FilterBits::of_words(case, words)
                 }),
             })
             .collect();
-        let bytes = encode(root, &records, self.lists.finish());
-        match bytes.and_then(|bytes| Segment::from_bytes(bytes, root)) {
-            Ok(segment) => Some(segment),
+        let made = encode(root, &records, self.lists.finish())
+            .and_then(|bytes| Segment::from_bytes(bytes, root));
+        drop(records);
+        let files = self
+            .files
+            .into_iter()
+            .map(|file| (file.name, file.stamp))
+            .collect();
+        match made {
+            Ok(segment) => (Some(segment), files),
             Err(error) => {
-                tracing::info!("index: a part of the build could not be made ({error})");
-                None
+                tracing::info!("index: a segment of files just read could not be made ({error})");
+                (None, files)
             }
         }
     }
@@ -279,6 +320,7 @@ fn join(root: &str, mut parts: Vec<Segment>, pause: &mut dyn FnMut()) -> Option<
         .map(|segment| Input {
             segment,
             alive: vec![true; segment.file_count() as usize],
+            stamps: Vec::new(),
         })
         .collect();
     let joined = merge(root, &inputs, false, pause)
@@ -319,7 +361,7 @@ impl Run {
         if self.parts.is_empty() {
             self.first_id = part.first_id;
         }
-        let sealed = part.seal(root)?;
+        let sealed = part.seal(root).0?;
         self.parts_bytes += sealed.heap_bytes();
         self.parts.push(sealed);
         Some(())
@@ -343,8 +385,7 @@ pub(super) fn index_contents(
     let root_path = shared.gate.root();
     let root = super::segment::root_text(root_path);
     let mut indexer = Indexer::default();
-    // A small memory limit bounds the sort's scratch too (a quarter of it).
-    let part_pairs = PART_PAIRS.min(shared.limit_bytes / 64).max(1024);
+    let part_pairs = part_pairs(shared);
     // Filters are left out from the start unless the file list, trigrams
     // of about a tenth of the bytes (6-7 % measured on source trees; at
     // most a run and its join) and the filters all fit: building them
@@ -368,7 +409,7 @@ pub(super) fn index_contents(
     let mut run = Run::default();
     let mut files_indexed = 0;
     for relative in listed.files {
-        if shared.cancelled.load(Ordering::Relaxed) {
+        if shared.stopping() {
             return None;
         }
         pacer.yield_to_calls(shared);
@@ -387,8 +428,7 @@ pub(super) fn index_contents(
             Read::Grams(grams) => {
                 // Sealed before it would outgrow its room, so that the
                 // pairs are never reallocated at twice the size.
-                if part.lists.pairs() > 0 && part.lists.pairs() + grams.trigrams.len() > part_pairs
-                {
+                if part.pairs() > 0 && part.pairs() + grams.trigrams.len() > part_pairs {
                     let next = Part::new(part.first_id + part.lists.files(), part_pairs);
                     run.push(std::mem::replace(&mut part, next), &root)?;
                     if run.parts_bytes >= run_bytes {
@@ -405,6 +445,8 @@ pub(super) fn index_contents(
                 }
                 Content::Base(id)
             }
+            // Never asked for: no text to compare with.
+            Read::Same => Content::Always,
             Read::Content(Content::Skipped) => {
                 if stamp.linked_identity().is_some() {
                     linked.insert(stamp, None);
@@ -414,7 +456,7 @@ pub(super) fn index_contents(
             Read::Content(other) => other,
         };
         run.files.push((relative, stamp, content));
-        let held = list_bytes + run.parts_bytes + part.lists.pairs() * 16 + model_bytes(shared)?;
+        let held = list_bytes + run.parts_bytes + part.pairs() * 16 + model_bytes(shared)?;
         if held > shared.limit_bytes && !indexer.without_filters {
             // The filters go first: the trigrams alone still give exact
             // answers.
@@ -435,7 +477,7 @@ pub(super) fn index_contents(
             return None;
         }
     }
-    if part.lists.files() > 0 {
+    if !part.is_empty() {
         run.push(part, &root)?;
     }
     let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
@@ -548,7 +590,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         let (gate, held, over_limit, cancel) =
             (&shared.gate, &held, &over_limit_seen, &options.cancel);
         move |relative: &str, real: &Path, kind| {
-            if shared.cancelled.load(Ordering::Relaxed) {
+            if shared.stopping() {
                 cancel.cancel();
                 return None;
             }
@@ -611,6 +653,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         base: BaseIndex::new(super::segment::root_text(root)),
         watcher,
         without_filters: false,
+        restamped: std::collections::HashMap::new(),
     };
     Some((live, listed))
 }

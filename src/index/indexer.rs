@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::ngram::{FileGrams, GramFilter, TrigramScratch};
+use super::segment::ContentHash;
 use super::tree::Content;
 use crate::corpus::searchable::{
     MAX_SEARCHED_BYTES, SNIFF_BYTES, is_transcoded, looks_binary, read_searchable,
@@ -24,10 +25,12 @@ pub(super) struct Indexer {
     pub without_filters: bool,
 }
 
-/// What reading a file found: its grams, for a segment, or what the file
-/// list is to hold for it instead.
+/// What reading a file found: its grams, for a segment; the text a layer
+/// holds already (the hash it was asked to compare with); or what the
+/// file list is to hold for it instead.
 pub(super) enum Read {
     Grams(FileGrams),
+    Same,
     Content(Content),
 }
 
@@ -45,17 +48,19 @@ impl Indexer {
         path: &Path,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Read) {
-        self.read_after(gate, path, None, known_content)
+        self.read_after(gate, path, None, None, known_content)
     }
 
     /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
     /// first seen at the time it gives: the same stamp seen again a tick's
-    /// doubt later is trusted, and the contents read now with it.
+    /// doubt later is trusted, and the contents read now with it. A text
+    /// that hashes to `same_as` is [`Read::Same`], its trigrams not taken.
     pub(super) fn read_after(
         &mut self,
         gate: &PathGate,
         path: &Path,
         earlier: Option<(Stamp, SystemTime)>,
+        same_as: Option<ContentHash>,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Read) {
         let seen_at = SystemTime::now();
@@ -104,6 +109,10 @@ impl Indexer {
         if is_transcoded(content) {
             return answer(Content::Always);
         }
+        let hash = ContentHash::of(content);
+        if same_as == Some(hash) {
+            return (Some(stamp), settled, Read::Same);
+        }
         let mut trigrams = Vec::new();
         let scratch = self.scratch.get_or_insert_with(Box::default);
         scratch.distinct(content, &mut trigrams);
@@ -113,11 +122,12 @@ impl Indexer {
         } else {
             GramFilter::of(content)
         };
-        (
-            Some(stamp),
-            settled,
-            Read::Grams(FileGrams { trigrams, filter }),
-        )
+        let grams = FileGrams {
+            trigrams,
+            hash,
+            filter,
+        };
+        (Some(stamp), settled, Read::Grams(grams))
     }
 }
 
@@ -168,6 +178,7 @@ mod tests {
                         assert!(!grams.trigrams.is_empty(), "{name}");
                         "grams"
                     }
+                    Read::Same => "same",
                     Read::Content(Content::Skipped) => "skipped",
                     Read::Content(Content::Always) => "always",
                     Read::Content(_) => "other",

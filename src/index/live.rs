@@ -25,6 +25,9 @@ pub(super) struct Live {
     /// Files are indexed without long-gram filters: they were dropped to
     /// stay within the memory limit.
     pub(super) without_filters: bool,
+    /// By layer (first id): its files taken back under a stamp other than
+    /// the one it recorded (their text unchanged).
+    pub(super) restamped: std::collections::HashMap<u32, u32>,
 }
 
 impl Live {
@@ -125,6 +128,7 @@ impl Live {
             let segment = layer.segment.clone();
             let input = Input {
                 alive: vec![true; segment.file_count() as usize],
+                stamps: Vec::new(),
                 segment: &segment,
             };
             let rewritten = merge(self.base.root(), &[input], true, &mut || {})

@@ -12,7 +12,8 @@
 //! 1. A layer's tier is how many times its live bytes (its bytes times the
 //!    share of its files still alive) exceed [`TIER_BASE`] by a factor of
 //!    [`TIER_FACTOR`]: below 64 KiB tier 0, below 256 KiB tier 1, and so on.
-//!    Layers of [`LARGE_BYTES`] or more join no tier.
+//!    Layers of [`LARGE_BYTES`] or more (less under a small
+//!    `[index] max_memory_mb`: an eighth of it) join no tier.
 //! 2. When [`TIER_WIDTH`] layers share a tier, the lowest such tier's
 //!    layers are merged into one, the smallest first, as many as fit in
 //!    twice [`LARGE_BYTES`] (at least two): the merged layer lands a tier
@@ -43,7 +44,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use super::segment::{FileRecord, FilterBits, Segment, SegmentError, encode};
-use crate::walk;
+use crate::walk::{self, Stamp};
 
 /// What a build's run of parts may hold on the heap before the parts are
 /// joined into one layer. Unit tests' trees are small: there it is small
@@ -55,6 +56,12 @@ pub(super) const FULL_BYTES: usize = if cfg!(test) {
 };
 /// A layer this large is merged with no other (a build's runs are): 4 MiB.
 const LARGE_BYTES: usize = FULL_BYTES / 4;
+
+/// The size of a large layer under the memory limit `limit_bytes`: what a
+/// merge holds on the heap stays within an eighth of it, as a build's run.
+pub(super) fn large_bytes(limit_bytes: usize) -> usize {
+    LARGE_BYTES.min(limit_bytes / 8).max(TIER_BASE)
+}
 /// Live bytes below which a layer is in tier 0: 64 KiB.
 const TIER_BASE: usize = FULL_BYTES / 256;
 /// How much larger each tier's layers are than the one below's.
@@ -69,6 +76,8 @@ pub(super) struct LayerSize {
     pub(super) bytes: usize,
     pub(super) files: u32,
     pub(super) dead: u32,
+    /// Files taken back with a stamp other than the one it recorded.
+    pub(super) restamped: u32,
 }
 
 impl LayerSize {
@@ -78,9 +87,9 @@ impl LayerSize {
         usize::try_from(bytes).unwrap_or(usize::MAX)
     }
 
-    /// `None` for a large layer.
-    fn tier(&self) -> Option<u32> {
-        if self.bytes >= LARGE_BYTES {
+    /// `None` for a layer of `large` bytes or more.
+    fn tier(&self, large: usize) -> Option<u32> {
+        if self.bytes >= large {
             return None;
         }
         let mut tier = 0;
@@ -93,11 +102,12 @@ impl LayerSize {
     }
 }
 
-/// The layers (by first id) to merge next, if any (see the policy above).
-pub(super) fn plan(layers: &[LayerSize]) -> Option<Vec<u32>> {
+/// The layers (by first id) to merge next, if any (see the policy above),
+/// layers of `large` bytes joining no tier.
+pub(super) fn plan(layers: &[LayerSize], large: usize) -> Option<Vec<u32>> {
     let mut tiered: Vec<(u32, LayerSize)> = layers
         .iter()
-        .filter_map(|layer| Some((layer.tier()?, *layer)))
+        .filter_map(|layer| Some((layer.tier(large)?, *layer)))
         .collect();
     tiered.sort_by_key(|(tier, layer)| (*tier, layer.live_bytes(), layer.first_id));
     for group in tiered.chunk_by(|a, b| a.0 == b.0) {
@@ -109,7 +119,7 @@ pub(super) fn plan(layers: &[LayerSize]) -> Option<Vec<u32>> {
             .iter()
             .take_while(|(_, layer)| {
                 bytes += layer.live_bytes();
-                bytes <= 2 * LARGE_BYTES
+                bytes <= 2 * large
             })
             .map(|(_, layer)| layer.first_id)
             .collect();
@@ -119,15 +129,26 @@ pub(super) fn plan(layers: &[LayerSize]) -> Option<Vec<u32>> {
     }
     layers
         .iter()
-        .filter(|layer| u64::from(layer.dead) * 2 > u64::from(layer.files))
-        .max_by_key(|layer| (layer.dead, Reverse(layer.first_id)))
+        .filter(|layer| {
+            u64::from(layer.dead) * 2 > u64::from(layer.files)
+                || u64::from(layer.restamped) * RESTAMPED_SHARE > u64::from(layer.files)
+        })
+        .max_by_key(|layer| (layer.dead + layer.restamped, Reverse(layer.first_id)))
         .map(|layer| vec![layer.first_id])
 }
 
-/// One segment to merge and which of its files are alive (by local id).
+/// A layer one of whose files in this many (or more) was taken back under
+/// a new stamp is rewritten with the stamps the files have now: until then
+/// each session reads those files again to compare their text.
+const RESTAMPED_SHARE: u64 = 8;
+
+/// One segment to merge, which of its files are alive (by local id), and
+/// the stamps that replace the ones it recorded (by local id; empty for
+/// none).
 pub(super) struct Input<'a> {
     pub(super) segment: &'a Segment,
     pub(super) alive: Vec<bool>,
+    pub(super) stamps: Vec<Option<Stamp>>,
 }
 
 /// A merged segment's bytes, and where each of its files came from: the
@@ -209,9 +230,11 @@ pub(super) fn merge(
             .ok_or(SegmentError::Damaged("file record"))?;
         maps[input][local as usize] = sources.len() as u32;
         sources.push((input, local));
+        let stamp = inputs[input].stamps.get(local as usize).copied().flatten();
         records.push(FileRecord {
             name: file.name,
-            stamp: file.stamp,
+            stamp: stamp.unwrap_or(file.stamp),
+            hash: file.hash,
             filter: file
                 .filter
                 .filter(|_| !drop_filters)
@@ -373,6 +396,7 @@ mod tests {
     use super::*;
     use crate::index::ngram::trigram;
     use crate::index::postings::ListBuilder;
+    use crate::index::segment::ContentHash;
     use crate::walk::Stamp;
 
     const ROOT: &str = "/project";
@@ -394,6 +418,7 @@ mod tests {
                 FileRecord {
                     name,
                     stamp,
+                    hash: ContentHash::of(name.as_bytes()),
                     filter: None,
                 }
             })
@@ -432,14 +457,17 @@ mod tests {
             Input {
                 segment: &a,
                 alive: vec![true, false, true, false],
+                stamps: Vec::new(),
             },
             Input {
                 segment: &b,
                 alive: vec![true; 4],
+                stamps: Vec::new(),
             },
             Input {
                 segment: &c,
                 alive: vec![true; 2],
+                stamps: Vec::new(),
             },
         ];
         let merged = merge(ROOT, &inputs, false, &mut || {}).unwrap();
@@ -472,11 +500,31 @@ mod tests {
     }
 
     #[test]
+    fn a_merge_records_the_stamps_it_is_given_and_keeps_the_hashes() {
+        let a = segment(&["a.rs", "b.rs"], by_letters);
+        let later = Stamp::of(&std::fs::metadata(std::env::current_dir().unwrap()).unwrap());
+        assert_ne!(a.file(1).unwrap().stamp, later);
+        let inputs = [Input {
+            segment: &a,
+            alive: vec![true, true],
+            stamps: vec![None, Some(later)],
+        }];
+        let merged = merge(ROOT, &inputs, false, &mut || {}).unwrap();
+        let out = Segment::from_bytes(merged.bytes, ROOT).unwrap();
+        assert_eq!(out.file(0).unwrap().stamp, a.file(0).unwrap().stamp);
+        assert_eq!(out.file(1).unwrap().stamp, later);
+        for id in 0..2 {
+            assert_eq!(out.file(id).unwrap().hash, a.file(id).unwrap().hash);
+        }
+    }
+
+    #[test]
     fn a_merge_of_nothing_alive_is_an_empty_segment() {
         let a = segment(&["a.rs"], by_letters);
         let inputs = [Input {
             segment: &a,
             alive: vec![false],
+            stamps: Vec::new(),
         }];
         let merged = merge(ROOT, &inputs, false, &mut || {}).unwrap();
         assert!(merged.sources.is_empty());
@@ -490,6 +538,7 @@ mod tests {
             bytes,
             files,
             dead,
+            restamped: 0,
         }
     }
 
@@ -502,35 +551,39 @@ mod tests {
         for (at, layer) in layers.iter_mut().enumerate() {
             layer.first_id = at as u32 * 10;
         }
-        assert_eq!(plan(&layers), None);
+        assert_eq!(plan(&layers, LARGE_BYTES), None);
         // A fourth in the same tier: all four.
         layers.push(size(30, 30 * kib, 10, 0));
-        assert_eq!(plan(&layers), Some(vec![0, 10, 20, 30]));
+        assert_eq!(plan(&layers, LARGE_BYTES), Some(vec![0, 10, 20, 30]));
         // Large layers join no tier, whatever their number.
         let full: Vec<LayerSize> = (0..6)
             .map(|at| size(at * 100, LARGE_BYTES, 100, 0))
             .collect();
-        assert_eq!(plan(&full), None);
+        assert_eq!(plan(&full, LARGE_BYTES), None);
         // Layers of one tier whose sum would pass twice the large size:
         // as many as fit, smallest first.
         let big: Vec<LayerSize> = (0..4)
             .map(|at| size(at * 10, 3 * 1024 * kib, 10, 0))
             .collect();
-        assert_eq!(plan(&big), Some(vec![0, 10]));
+        assert_eq!(plan(&big, LARGE_BYTES), Some(vec![0, 10]));
         // One mostly dead: rewritten alone; the deadest first.
         let mut mixed = full.clone();
         mixed[2].dead = 51;
         mixed[4].dead = 80;
-        assert_eq!(plan(&mixed), Some(vec![400]));
+        assert_eq!(plan(&mixed, LARGE_BYTES), Some(vec![400]));
         // A layer half dead is kept as it is.
         mixed[2].dead = 50;
         mixed[4].dead = 50;
-        assert_eq!(plan(&mixed), None);
+        assert_eq!(plan(&mixed, LARGE_BYTES), None);
         // Dead files shrink a layer's tier: these are tier 0 now.
         let shrunk: Vec<LayerSize> = (0..4)
             .map(|at| size(at * 100, 200 * kib, 100, 90))
             .collect();
-        assert_eq!(shrunk[0].tier(), Some(0));
-        assert_eq!(plan(&shrunk), Some(vec![0, 100, 200, 300]));
+        assert_eq!(shrunk[0].tier(LARGE_BYTES), Some(0));
+        // Under a small memory limit, smaller layers count as large: these
+        // are only compacted, one at a time.
+        assert_eq!(plan(&shrunk, 100 * kib), Some(vec![0]));
+        assert_eq!(plan(&big, large_bytes(8 * 1024 * kib)), None);
+        assert_eq!(plan(&shrunk, LARGE_BYTES), Some(vec![0, 100, 200, 300]));
     }
 }

@@ -362,6 +362,8 @@ fn probes(key: u32, bits: usize) -> impl Iterator<Item = usize> {
 pub struct FileGrams {
     /// Its distinct trigrams, in no order.
     pub trigrams: Vec<u32>,
+    /// The hash of the text they were taken from.
+    pub hash: super::segment::ContentHash,
     /// Its long grams, when it is large.
     pub filter: Option<GramFilter>,
 }

@@ -49,7 +49,7 @@ impl Pacer {
         }
         let paused = Instant::now();
         let started_before = shared.calls_started.load(Ordering::Relaxed);
-        while busy() && !shared.cancelled.load(Ordering::Relaxed) {
+        while busy() && !shared.stopping() {
             let waited = paused.elapsed();
             let more_calls = shared.calls_started.load(Ordering::Relaxed) != started_before;
             if (waited >= MAX_PAUSE && more_calls) || waited >= LONGEST_PAUSE {

@@ -55,6 +55,8 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
     let mut room = max_bytes;
     for segment in &committed {
         match cache.open_segment(&segment.name, room) {
+            // A segment of no file holds nothing to serve.
+            Ok(opened) if opened.file_count() == 0 => {}
             Ok(opened) => {
                 room = room.saturating_sub(opened.bytes() as u64);
                 if segment
@@ -116,6 +118,8 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
             }
             live.tree.lose_id(id);
             if live.tree.get(file.name).is_some() {
+                // Read again; a text that hashes as recorded takes `id` back.
+                live.tree.held_before(file.name, id);
                 restored.changed += 1;
             } else {
                 restored.gone += 1;

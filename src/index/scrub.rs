@@ -24,6 +24,7 @@ use super::indexer::{Indexer, Read};
 use super::live::Live;
 use super::ngram::FileGrams;
 use super::pacer::Pacer;
+use super::segment::ContentHash;
 use super::tree::Content;
 use super::{Shared, State};
 use crate::walk::Stamp;
@@ -49,6 +50,7 @@ struct Sample {
     id: u32,
     name: String,
     stamp: Stamp,
+    hash: ContentHash,
 }
 
 impl Scrub {
@@ -102,6 +104,7 @@ impl Scrub {
                 &shared.gate,
                 &root.join(&sample.name),
                 Some((sample.stamp, first_seen)),
+                None,
                 |_| None,
             );
             if now != Some(sample.stamp) || !trusted {
@@ -125,6 +128,7 @@ impl Scrub {
                         id,
                         name: file.name.to_string(),
                         stamp: file.stamp,
+                        hash: file.hash,
                     })
                 })
                 .filter(|holder| holds_its_base_id(live, holder))
@@ -169,6 +173,7 @@ impl Scrub {
                 id,
                 name: file.name.to_string(),
                 stamp: file.stamp,
+                hash: file.hash,
             };
             if holds_its_base_id(live, &sample) {
                 samples.push(sample);
@@ -223,7 +228,18 @@ fn disagreement(
         // A segment indexes only files the index can read as text.
         return Some(still_held(live).then_some("the file is not indexable"));
     };
-    let FileGrams { trigrams, filter } = grams;
+    let FileGrams {
+        trigrams,
+        hash,
+        filter,
+    } = grams;
+    if *hash != sample.hash {
+        let state = shared.state.lock().ok()?;
+        let State::Ready(live) = &*state else {
+            return None;
+        };
+        return Some(still_held(live).then_some("its text hashes otherwise"));
+    }
     for part in trigrams.chunks(TRIGRAMS_PER_LOCK) {
         pacer.yield_to_calls(shared);
         let state = shared.state.lock().ok()?;

@@ -8,7 +8,7 @@ use grep_matcher::Matcher;
 use regex_syntax::hir::Hir;
 
 use super::TreeModel;
-use super::segment::FileRecord;
+use super::segment::{ContentHash, FileRecord};
 use crate::config::IndexConfig;
 use crate::security::PathGate;
 use crate::walk::{self, EntryKind, Stamp, WalkOptions};
@@ -213,6 +213,7 @@ pub(super) fn unfiltered_records<'a>(names: &[&'a str], stamp: Stamp) -> Vec<Fil
         .map(|name| FileRecord {
             name,
             stamp,
+            hash: ContentHash::of(name.as_bytes()),
             filter: None,
         })
         .collect()

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use mcp_project_helper::config::IndexCacheConfig;
 use mcp_project_helper::index::cache::{Committed, RootCache};
-use mcp_project_helper::index::segment::FileRecord;
+use mcp_project_helper::index::segment::{ContentHash, FileRecord};
 use mcp_project_helper::walk::Stamp;
 
 #[cfg(unix)]
@@ -76,6 +76,7 @@ impl Sandbox {
             .map(|name| FileRecord {
                 name,
                 stamp,
+                hash: ContentHash::of(name.as_bytes()),
                 filter: None,
             })
             .collect();
@@ -456,6 +457,48 @@ async fn persist_false_keeps_the_index_in_memory_only() {
             .next()
             .is_none()
     );
+}
+
+/// Every file's stamp moved while no server ran, its text kept (a
+/// `chmod -R`, a checkout that rewrites identical files): the next session
+/// reads the files again but indexes none of them, taking their ids back,
+/// and rewrites the segment with the new stamps, so the session after it
+/// finds nothing changed.
+#[cfg(unix)]
+#[tokio::test]
+async fn files_whose_stamps_moved_but_not_their_text_are_not_indexed_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    for i in 0..200 {
+        let path = scene.project.root.join(format!("src/m{}/f{i}.rs", i % 7));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = scene.server("second").await;
+    let scanner = scene.scanner().await;
+    assert_same_answers(&second, &scanner).await;
+    wait_for_index(&scene.log("second")).await;
+    let log = log_text(&scene.log("second"));
+    assert!(
+        log.contains("1 files unchanged, 200 changed, 0 gone"),
+        "{log}"
+    );
+    assert!(
+        log.contains("200 files read again hold the text indexed before"),
+        "{log}"
+    );
+    assert_same_answers(&second, &scanner).await;
+    second.stop().await;
+    let third = scene.server("third").await;
+    assert_same_answers(&third, &scanner).await;
+    wait_for_index(&scene.log("third")).await;
+    let log = log_text(&scene.log("third"));
+    assert!(log.contains("0 changed, 0 gone"), "{log}");
+    third.stop().await;
+    scanner.stop().await;
 }
 
 #[tokio::test]
@@ -909,25 +952,26 @@ async fn a_shared_or_foreign_segment_is_refused() {
 }
 
 /// Replaces the root's committed segment by one that lists the same files
-/// with the same stamps but none of their trigrams, sealed as a writer
-/// would: it passes every check on opening.
+/// with the same stamps and content hashes but none of their trigrams,
+/// sealed as a writer would: it passes every check on opening.
 fn forge_without_postings(scene: &Scene) {
     let cache = scene.root_cache();
     let committed = cache.committed().unwrap();
     assert_eq!(committed.len(), 1);
     let segment = cache.open_segment(&committed[0].name, u64::MAX).unwrap();
-    let files: Vec<(String, Stamp)> = (0..segment.file_count())
+    let files: Vec<(String, Stamp, ContentHash)> = (0..segment.file_count())
         .map(|id| {
             let file = segment.file(id).unwrap();
-            (file.name.to_string(), file.stamp)
+            (file.name.to_string(), file.stamp, file.hash)
         })
         .collect();
     drop(segment);
     let records: Vec<FileRecord> = files
         .iter()
-        .map(|(name, stamp)| FileRecord {
+        .map(|(name, stamp, hash)| FileRecord {
             name,
             stamp: *stamp,
+            hash: *hash,
             filter: None,
         })
         .collect();

@@ -4,7 +4,7 @@
 use crate::walk::{self, Stamp};
 
 pub const MAGIC: [u8; 8] = *b"MPHIDX\r\n";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The sections, in file order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +30,17 @@ const FIXED_BYTES: usize = 24;
 const SECTION_BYTES: usize = 24;
 pub const HEADER_BYTES: usize = FIXED_BYTES + SECTIONS.len() * SECTION_BYTES + 8;
 
-pub const FILE_RECORD_BYTES: usize = 4 + 4 + Stamp::BYTES + 4 + 8 + 4 + 4;
-pub const LOOKUP_BYTES: usize = 16;
+pub const FILE_RECORD_BYTES: usize = 4 + 4 + Stamp::BYTES + 4 + 8 + 4 + 4 + CONTENT_HASH_BYTES;
+
+/// A file's content hash: the first bytes of the SHA-256 of the text its
+/// trigrams were taken from.
+pub const CONTENT_HASH_BYTES: usize = 16;
+/// Where the content hash lies in a file record.
+pub const CONTENT_HASH_AT: usize = FILE_RECORD_BYTES - CONTENT_HASH_BYTES;
+pub const LOOKUP_BYTES: usize = 8;
+/// A lookup entry's first word: the trigram in its low 24 bits, bit 31
+/// set for a bitmap list; the bits between are zero.
+pub const LOOKUP_BITMAP_BIT: u32 = 1 << 31;
 
 /// A file record's flag: the file has a Bloom filter of its long grams.
 pub const HAS_FILTER: u8 = 1;

@@ -11,26 +11,28 @@
 //!
 //! ```text
 //! header   (HEADER_BYTES = 176)
-//!   magic "MPHIDX\r\n", version u32 (1), 0 u32, file count u32,
+//!   magic "MPHIDX\r\n", version u32 (2), 0 u32, file count u32,
 //!   trigram count u32, then six sections, each (offset u64, length u64,
 //!   crc32 u32, 0 u32), then the crc32 of the header's bytes before it,
 //!   and 0 u32
 //! root      the canonical project root the segment describes, UTF-8
-//! files     one FILE_RECORD_BYTES (96) record per local id, in path order:
+//! files     one FILE_RECORD_BYTES (112) record per local id, in path order:
 //!           name offset u32, name length u32 (into `names`), the stamp
 //!           (68 bytes, below), flags u8 (1: has a filter), filter case u8,
 //!           0 u16, filter offset u64 (into `filters`, a multiple of 8),
-//!           filter words u32, 0 u32
+//!           filter words u32, 0 u32, content hash (16 bytes: the first
+//!           bytes of the SHA-256 of the text the trigrams come from)
 //! names     the root-relative paths, `/`-separated, back to back
 //! filters   the large files' Bloom filters, as u64 words
 //! postings  per trigram, its local ids, increasing: delta + varint (LEB128,
 //!           the first id as is), or a bitmap where the varints would take
 //!           more than `ceil(files / 8)` bytes: bit `id % 8` (least
 //!           significant first) of byte `id / 8`
-//! lookup    one LOOKUP_BYTES (16) entry per trigram, sorted: trigram u32
-//!           (three case-folded bytes, high byte first, in the low 24
-//!           bits), encoding u8 (0 varint, 1 bitmap), 0 u8 ×3, offset u64
-//!           (into `postings`; a list ends where the next one starts)
+//! lookup    one LOOKUP_BYTES (8) entry per trigram, sorted by trigram: key
+//!           u32 (the trigram's three case-folded bytes, high byte first,
+//!           in the low 24 bits; bit 31 set for a bitmap list; bits 24-30
+//!           zero), offset u32 (into `postings`, which stays under 4 GiB;
+//!           a list ends where the next one starts)
 //! ```
 //!
 //! A stamp (`walk/stamp.rs`) is size u64, modification time i128 and
@@ -75,7 +77,13 @@
 //!
 //! # Version history
 //!
-//! - Segment version 1: the layout above.
+//! - Segment version 1: file records of 96 bytes, without the content
+//!   hash; lookup entries of 16 bytes (trigram u32, encoding u8, 0 u8 ×3,
+//!   offset u64).
+//! - Segment version 2: the layout above: the content hash (a file whose
+//!   stamp changed but whose text hashes as recorded keeps its postings),
+//!   lookup entries of half the size. A version-1 segment is refused, and
+//!   the index built anew.
 //! - Manifest version 1: `segment NAME` lines; ids followed the manifest's
 //!   order, a segment's names all after the previous segment's, no dead
 //!   ids (a session that found files changed wrote every segment again).
@@ -90,6 +98,22 @@ mod write;
 pub use format::{FILE_RECORD_BYTES, LOOKUP_BYTES, MAX_NAME_BYTES, SegmentError};
 pub use read::{FileEntry, Segment};
 pub use write::{FileRecord, FilterBits, encode, store, write_segment};
+
+/// What a file's text hashes to (the first 16 bytes of its SHA-256): a
+/// file whose stamp changed but whose text hashes as its segment recorded
+/// keeps its postings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentHash(pub [u8; format::CONTENT_HASH_BYTES]);
+
+impl ContentHash {
+    pub fn of(text: &[u8]) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(text);
+        let mut hash = [0; format::CONTENT_HASH_BYTES];
+        hash.copy_from_slice(&digest[..format::CONTENT_HASH_BYTES]);
+        ContentHash(hash)
+    }
+}
 
 /// The project root as a segment records it.
 pub fn root_text(root: &std::path::Path) -> String {

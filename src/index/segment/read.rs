@@ -7,9 +7,11 @@ use std::fs::File;
 
 use memmap2::Mmap;
 
+use super::ContentHash;
 use super::format::{
-    BITMAP, FILE_RECORD_BYTES, HAS_FILTER, Header, LOOKUP_BYTES, SECTIONS, Section, SegmentError,
-    TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, read_varint, u32_at, u64_at,
+    BITMAP, CONTENT_HASH_AT, FILE_RECORD_BYTES, HAS_FILTER, Header, LOOKUP_BITMAP_BIT,
+    LOOKUP_BYTES, SECTIONS, Section, SegmentError, TRIGRAM_LIMIT, VARINT, in_path_order,
+    is_valid_name, read_varint, u32_at, u64_at,
 };
 use crate::walk::Stamp;
 
@@ -52,6 +54,8 @@ impl std::fmt::Debug for Segment {
 pub struct FileEntry<'a> {
     pub name: &'a str,
     pub stamp: Stamp,
+    /// The hash of the text its trigrams were taken from.
+    pub hash: ContentHash,
     /// Its Bloom filter: the case mode and the words' bytes (little-endian
     /// `u64`s, a power of two of them).
     pub filter: Option<(u8, &'a [u8])>,
@@ -209,18 +213,25 @@ impl Segment {
             .unwrap_or_default()
     }
 
-    /// The `index`-th lookup entry: trigram, encoding, and where its list
-    /// starts and ends in the postings.
+    /// The `index`-th lookup entry: trigram, encoding (`u8::MAX` for a
+    /// key whose unused bits are set), and where its list starts and ends
+    /// in the postings.
     fn entry(&self, index: usize) -> (u32, u8, u64, u64) {
         let lookup = self.section(Section::Lookup);
         let at = index * LOOKUP_BYTES;
         let end = if index + 1 < self.header.trigrams as usize {
-            u64_at(lookup, at + LOOKUP_BYTES + 8)
+            u64::from(u32_at(lookup, at + LOOKUP_BYTES + 4))
         } else {
             self.section(Section::Postings).len() as u64
         };
-        let encoding = lookup.get(at + 4).copied().unwrap_or(u8::MAX);
-        (u32_at(lookup, at), encoding, u64_at(lookup, at + 8), end)
+        let key = u32_at(lookup, at);
+        let encoding = match key & !(TRIGRAM_LIMIT - 1) {
+            0 => VARINT,
+            LOOKUP_BITMAP_BIT => BITMAP,
+            _ => u8::MAX,
+        };
+        let start = u64::from(u32_at(lookup, at + 4));
+        (key & (TRIGRAM_LIMIT - 1), encoding, start, end)
     }
 
     pub fn file_count(&self) -> u32 {
@@ -259,9 +270,14 @@ impl Segment {
         } else {
             None
         };
+        let hash = record
+            .get(CONTENT_HASH_AT..)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map(ContentHash)?;
         Some(FileEntry {
             name,
             stamp,
+            hash,
             filter,
         })
     }
@@ -281,13 +297,14 @@ impl Segment {
         let (mut low, mut high) = (0, count);
         while low < high {
             let middle = (low + high) / 2;
-            if u32_at(lookup, middle * LOOKUP_BYTES) < trigram {
+            if u32_at(lookup, middle * LOOKUP_BYTES) & (TRIGRAM_LIMIT - 1) < trigram {
                 low = middle + 1;
             } else {
                 high = middle;
             }
         }
-        (low < count && u32_at(lookup, low * LOOKUP_BYTES) == trigram).then_some(low)
+        (low < count && u32_at(lookup, low * LOOKUP_BYTES) & (TRIGRAM_LIMIT - 1) == trigram)
+            .then_some(low)
     }
 
     /// The ids of the files holding `trigram`, increasing.
@@ -388,7 +405,7 @@ fn bitmap_ids(bitmap: &[u8], files: u32) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{FileRecord, FilterBits, write_segment};
+    use super::super::{ContentHash, FileRecord, FilterBits, write_segment};
     use super::*;
     use crate::index::testing::{assert_retains_listed, unfiltered_records};
     use proptest::prelude::*;
@@ -413,6 +430,7 @@ mod tests {
             .map(|(i, name)| FileRecord {
                 name,
                 stamp,
+                hash: ContentHash::of(name.as_bytes()),
                 filter: (i % 4 == 0).then(|| FilterBits::of_words(1, &words)),
             })
             .collect();

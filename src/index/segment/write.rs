@@ -6,9 +6,10 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use super::ContentHash;
 use super::format::{
-    BITMAP, HAS_FILTER, Header, LOOKUP_BYTES, MAX_NAME_BYTES, SECTIONS, Section, SegmentError,
-    Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, write_varint,
+    BITMAP, HAS_FILTER, Header, LOOKUP_BITMAP_BIT, LOOKUP_BYTES, MAX_NAME_BYTES, SECTIONS, Section,
+    SegmentError, Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, write_varint,
 };
 use crate::index::cache::private;
 use crate::walk::Stamp;
@@ -40,6 +41,8 @@ pub struct FileRecord<'a> {
     /// Root-relative, `/`-separated.
     pub name: &'a str,
     pub stamp: Stamp,
+    /// The hash of the text its trigrams were taken from.
+    pub hash: ContentHash,
     pub filter: Option<FilterBits<'a>>,
 }
 
@@ -166,6 +169,7 @@ fn write_all(
         record.extend_from_slice(&filter_offset.to_le_bytes());
         record.extend_from_slice(&(words as u32).to_le_bytes());
         record.extend_from_slice(&[0; 4]);
+        record.extend_from_slice(&file.hash.0);
         sink.write(&record);
         name_offset += file.name.len() as u64;
         filter_offset += words as u64 * 8;
@@ -217,9 +221,14 @@ fn write_all(
             VARINT
         };
         sink.write(&list);
-        lookup.extend_from_slice(&trigram.to_le_bytes());
-        lookup.extend_from_slice(&[encoding, 0, 0, 0]);
-        lookup.extend_from_slice(&list_offset.to_le_bytes());
+        let key = match encoding {
+            BITMAP => trigram | LOOKUP_BITMAP_BIT,
+            _ => trigram,
+        };
+        let offset = u32::try_from(list_offset)
+            .map_err(|_| SegmentError::Input("posting lists over 4 GiB"))?;
+        lookup.extend_from_slice(&key.to_le_bytes());
+        lookup.extend_from_slice(&offset.to_le_bytes());
         list_offset += list.len() as u64;
         header.trigrams += 1;
     }
@@ -238,6 +247,8 @@ fn write_all(
     );
     let mut bytes = sink.out;
     bytes[..super::format::HEADER_BYTES].copy_from_slice(&header.encode());
+    // It may be kept on the heap for long: no room to spare.
+    bytes.shrink_to_fit();
     Ok(bytes)
 }
 
