@@ -21,8 +21,10 @@
 //!    byte is thus rewritten about once per tier, and at most
 //!    `TIER_WIDTH - 1` layers stay in each of the few tiers below large.
 //! 3. Otherwise, a layer more than half of whose files are dead (changed
-//!    or gone since it was written: its tombstones) is rewritten alone
-//!    without them; one with no live file left is simply dropped.
+//!    or gone since it was written: its tombstones), or one in
+//!    [`RESTAMPED_SHARE`] of whose files took their ids back under a new
+//!    stamp (their text unchanged), is rewritten alone, without the dead
+//!    and with the new stamps; one with no live file left is dropped.
 //!
 //! Merges run in the background, off the model's lock, pausing for calls;
 //! the merged segment replaces its inputs in one step under the lock.
