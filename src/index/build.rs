@@ -465,8 +465,7 @@ pub(super) fn index_contents(
             if let Ok(mut state) = shared.state.lock()
                 && let State::Ready(live) = &mut *state
             {
-                live.without_filters = true;
-                live.fits(usize::MAX);
+                live.drop_filters();
             }
         }
         if held > shared.limit_bytes {

@@ -101,18 +101,17 @@ impl Live {
     /// held on the heap go first when it does not (the trigrams alone
     /// still answer exactly).
     pub(super) fn fits(&mut self, limit_bytes: usize) -> bool {
-        if self.bytes() > limit_bytes && !self.without_filters {
-            self.without_filters = true;
-            if self.drop_filters() {
-                log_filters_left_out(limit_bytes);
-            }
+        if self.bytes() > limit_bytes && !self.without_filters && self.drop_filters() {
+            log_filters_left_out(limit_bytes);
         }
         self.bytes() <= limit_bytes
     }
 
-    /// Rewrites the layers held on the heap without their filters (their
-    /// files keep their ids); true if any had some.
-    fn drop_filters(&mut self) -> bool {
+    /// From now on files are indexed without filters, and the layers held
+    /// on the heap are rewritten without theirs (their files keep their
+    /// ids); true if any had some.
+    pub(super) fn drop_filters(&mut self) -> bool {
+        self.without_filters = true;
         let heap: Vec<u32> = self
             .base
             .layers()
