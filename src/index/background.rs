@@ -52,9 +52,9 @@ const STORE_RETRY: Duration = Duration::from_secs(30);
 const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
 
 /// A file for the background to read: its path, the stamp the list holds
-/// and when it was first seen, and the id it held before it changed with
-/// the hash of that version's text.
-type ToRead = (String, Stamp, SystemTime, Option<(u32, ContentHash)>);
+/// and when it was first seen, and the versions of it the layers hold
+/// (ids, dead, with the hashes of their texts).
+type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
 
 /// What the background does next.
 enum Work {
@@ -125,9 +125,9 @@ fn next_work(
         if live.tree.has_unread() {
             indexer.without_filters = live.without_filters;
             let batch = live.tree.unread(UNREAD_BATCH).into_iter();
-            let batch = batch.map(|(relative, stamp, first_seen, held)| {
-                let held = held.and_then(|id| Some((id, live.base.hash_of(id, &relative)?)));
-                (relative, stamp, first_seen, held)
+            let batch = batch.map(|(relative, stamp, first_seen)| {
+                let versions = live.base.versions_of(&relative);
+                (relative, stamp, first_seen, versions)
             });
             return Some(Work::Read(batch.collect()));
         }
@@ -241,7 +241,7 @@ fn read_into_layer(
     let mut part = Part::new(0, pairs);
     let mut others = Vec::new();
     let mut same = Vec::new();
-    for (relative, stamp, first_seen, held) in batch {
+    for (relative, stamp, first_seen, versions) in batch {
         if shared.stopping() {
             return None;
         }
@@ -251,17 +251,17 @@ fn read_into_layer(
         }
         pacer.yield_to_calls(shared);
         let path = root.join(&relative);
-        let same_as = held.map(|(_, hash)| hash);
+        let hashes: Vec<ContentHash> = versions.iter().map(|(_, hash)| *hash).collect();
         let (now, trusted, read) = indexer.read_after(
             &shared.gate,
             &path,
             Some((stamp, first_seen)),
-            same_as,
+            &hashes,
             |_| None,
         );
         match read {
-            Read::Same if now == Some(stamp) && trusted => {
-                same.extend(held.map(|(id, _)| (relative, stamp, id)));
+            Read::Same(at) if now == Some(stamp) && trusted => {
+                same.push((relative, stamp, versions[at]));
             }
             Read::Grams(grams) if now == Some(stamp) && trusted => {
                 part.add(&relative, stamp, grams);
@@ -301,14 +301,19 @@ fn read_into_layer(
         }
     }
     let mut taken_back = 0;
-    for (relative, stamp, id) in same {
-        // Its layer's record keeps the old stamp: the layer is rewritten
+    for (relative, stamp, version) in same {
+        // Still that version under that id (no merge moved it meanwhile);
+        // its layer's record keeps the old stamp: the layer is rewritten
         // once enough of its files were taken back so.
-        if live.tree.adopt(&relative, stamp, Content::Base(id))
+        let (id, _) = version;
+        if live.base.versions_of(&relative).contains(&version)
+            && live.tree.adopt(&relative, stamp, Content::Base(id))
             && let Some(layer) = live.base.layer_holding(id)
         {
             *live.restamped.entry(layer).or_default() += 1;
             taken_back += 1;
+        } else {
+            others.push((relative, stamp, Content::Unread));
         }
     }
     if taken_back > 0 {

@@ -175,11 +175,17 @@ impl BaseIndex {
         Some((layer.ids(), layer.segment.file(id - layer.first_id)?))
     }
 
-    /// The content hash recorded for file `id` under the name `relative`.
-    pub(super) fn hash_of(&self, id: u32, relative: &str) -> Option<ContentHash> {
-        let layer = self.layer_of(id)?;
-        let file = layer.segment.file(id - layer.first_id)?;
-        (file.name == relative).then_some(file.hash)
+    /// The versions of the file `relative` the layers hold: each id under
+    /// that name with the hash of its text (dead ones too: a file changed
+    /// back to a text a layer holds takes that id back).
+    pub(super) fn versions_of(&self, relative: &str) -> Vec<(u32, ContentHash)> {
+        self.layers
+            .iter()
+            .filter_map(|layer| {
+                let local = layer.segment.find_name(relative)?;
+                Some((layer.first_id + local, layer.segment.file(local)?.hash))
+            })
+            .collect()
     }
 
     /// The first id of the layer holding id `id`.

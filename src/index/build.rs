@@ -446,7 +446,7 @@ pub(super) fn index_contents(
                 Content::Base(id)
             }
             // Never asked for: no text to compare with.
-            Read::Same => Content::Always,
+            Read::Same(_) => Content::Always,
             Read::Content(Content::Skipped) => {
                 if stamp.linked_identity().is_some() {
                     linked.insert(stamp, None);

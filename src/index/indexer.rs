@@ -25,12 +25,12 @@ pub(super) struct Indexer {
     pub without_filters: bool,
 }
 
-/// What reading a file found: its grams, for a segment; the text a layer
-/// holds already (the hash it was asked to compare with); or what the
-/// file list is to hold for it instead.
+/// What reading a file found: its grams, for a segment; a text a layer
+/// holds already (the place of its hash among those it was asked to
+/// compare with); or what the file list is to hold for it instead.
 pub(super) enum Read {
     Grams(FileGrams),
-    Same,
+    Same(usize),
     Content(Content),
 }
 
@@ -48,19 +48,20 @@ impl Indexer {
         path: &Path,
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Read) {
-        self.read_after(gate, path, None, None, known_content)
+        self.read_after(gate, path, None, &[], known_content)
     }
 
     /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
     /// first seen at the time it gives: the same stamp seen again a tick's
     /// doubt later is trusted, and the contents read now with it. A text
-    /// that hashes to `same_as` is [`Read::Same`], its trigrams not taken.
+    /// that hashes to one of `same_as` is [`Read::Same`], its trigrams not
+    /// taken.
     pub(super) fn read_after(
         &mut self,
         gate: &PathGate,
         path: &Path,
         earlier: Option<(Stamp, SystemTime)>,
-        same_as: Option<ContentHash>,
+        same_as: &[ContentHash],
         known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Read) {
         let seen_at = SystemTime::now();
@@ -110,8 +111,8 @@ impl Indexer {
             return answer(Content::Always);
         }
         let hash = ContentHash::of(content);
-        if same_as == Some(hash) {
-            return (Some(stamp), settled, Read::Same);
+        if let Some(at) = same_as.iter().position(|known| *known == hash) {
+            return (Some(stamp), settled, Read::Same(at));
         }
         let mut trigrams = Vec::new();
         let scratch = self.scratch.get_or_insert_with(Box::default);
@@ -178,7 +179,7 @@ mod tests {
                         assert!(!grams.trigrams.is_empty(), "{name}");
                         "grams"
                     }
-                    Read::Same => "same",
+                    Read::Same(_) => "same",
                     Read::Content(Content::Skipped) => "skipped",
                     Read::Content(Content::Always) => "always",
                     Read::Content(_) => "other",

@@ -104,7 +104,7 @@ impl Scrub {
                 &shared.gate,
                 &root.join(&sample.name),
                 Some((sample.stamp, first_seen)),
-                None,
+                &[],
                 |_| None,
             );
             if now != Some(sample.stamp) || !trusted {
@@ -121,27 +121,35 @@ impl Scrub {
             let Some((ids, _)) = live.base.stored_file(sample.id) else {
                 continue;
             };
-            let holders: Vec<Sample> = ids
-                .filter_map(|id| {
-                    let (_, file) = live.base.stored_file(id)?;
-                    Some(Sample {
-                        id,
-                        name: file.name.to_string(),
-                        stamp: file.stamp,
-                        hash: file.hash,
-                    })
-                })
-                .filter(|holder| holds_its_base_id(live, holder))
+            // The layer goes: every file holding one of its ids is read
+            // again, and no later read takes an id of it back.
+            let names: Vec<(u32, String)> = ids
+                .clone()
+                .filter_map(|id| Some((id, live.base.stored_file(id)?.1.name.to_string())))
                 .collect();
-            for holder in &holders {
-                live.tree.read_again(&holder.name);
+            let mut holders = 0;
+            for (id, name) in &names {
+                let holds = live.tree.get(name).is_some_and(
+                    |(_, node)| matches!(node.content, Content::Base(held) if held == *id),
+                );
+                if holds {
+                    live.tree.read_again(name);
+                    holders += 1;
+                }
             }
+            let dropped = |id: u32| ids.contains(&id).then_some(None);
+            for (name, old, _) in live.base.move_other_names(dropped) {
+                live.tree.read_again_holding(&name, old);
+            }
+            live.base.remove(ids.start);
+            live.tree.forget_ids(ids.clone());
+            live.restamped.remove(&ids.start);
             drop(state);
             shared.unread.notify_all();
             tracing::warn!(
                 "index cache: a segment disagrees with {} ({why}): its {} files are read again and the root's cache is given up",
                 sample.name,
-                holders.len()
+                holders
             );
             give_up_cache(shared);
         }

@@ -55,25 +55,10 @@ pub enum Content {
     /// verifies, as the scan would, until the background indexing reads
     /// it. A call never reads a file for the index.
     Unread,
-    /// [`Content::Unread`], and indexed under this id before it changed
-    /// (the id is dead): read again, a text that hashes as that id's did
-    /// takes the id back instead of a new one.
-    Stale(u32),
     /// Listed by the build, which reads it next: a candidate until then,
     /// like [`Content::Unread`], but not tracked one by one (see
     /// [`Tree::loose_under`]): every file of a new list is such a file.
     Listed,
-}
-
-impl Content {
-    /// What a file that held this content holds once seen changed: unread,
-    /// and the id of the version it held (see [`Content::Stale`]).
-    pub fn stale(&self) -> Content {
-        match *self {
-            Content::Base(id) | Content::Stale(id) => Content::Stale(id),
-            _ => Content::Unread,
-        }
-    }
 }
 
 /// An ignore file as last read, to tell a real edit from a touch.
@@ -313,15 +298,12 @@ impl Ledger {
             .filter(|_| node.kind == EntryKind::File)
             .and_then(|stamp| stamp.linked_identity());
         let loose = node.kind == EntryKind::File
-            && matches!(
-                node.content,
-                Content::Always | Content::Unread | Content::Stale(_)
-            );
+            && matches!(node.content, Content::Always | Content::Unread);
         let listed = node.kind == EntryKind::File && matches!(node.content, Content::Listed);
         let unread = node.kind == EntryKind::File
             && node.settled
             && !node.lossy
-            && matches!(node.content, Content::Unread | Content::Stale(_));
+            && matches!(node.content, Content::Unread);
         // The key, and each set's copy of it.
         let copies = 1
             + usize::from(!node.settled)
@@ -594,10 +576,7 @@ impl Tree {
             node.kind == EntryKind::File
                 && node.settled
                 && node.stamp == Some(stamp)
-                && matches!(
-                    node.content,
-                    Content::Unread | Content::Listed | Content::Stale(_)
-                )
+                && matches!(node.content, Content::Unread | Content::Listed)
         });
         if unchanged {
             self.update(relative, |node| node.content = content);
@@ -606,35 +585,18 @@ impl Tree {
     }
 
     /// Up to `max` files for the background indexing to read, in path
-    /// order, with the stamps the file list holds, when they were first
-    /// seen, and the id each held before it changed, if any.
-    pub fn unread(&self, max: usize) -> Vec<(String, Stamp, SystemTime, Option<u32>)> {
+    /// order, with the stamps the file list holds and when they were first
+    /// seen.
+    pub fn unread(&self, max: usize) -> Vec<(String, Stamp, SystemTime)> {
         self.ledger
             .unread
             .iter()
             .filter_map(|key| {
                 let node = self.nodes.get(key)?;
-                let held = match node.content {
-                    Content::Stale(id) => Some(id),
-                    _ => None,
-                };
-                Some((key.0.clone(), node.stamp?, node.first_seen.time(), held))
+                Some((key.0.clone(), node.stamp?, node.first_seen.time()))
             })
             .take(max)
             .collect()
-    }
-
-    /// Marks the listed file `relative` as having held id `id` (the
-    /// version a segment recorded, with another stamp): see
-    /// [`Content::Stale`].
-    pub fn held_before(&mut self, relative: &str, id: u32) {
-        let listed = self.get(relative).is_some_and(|(_, node)| {
-            node.kind == EntryKind::File
-                && matches!(node.content, Content::Listed | Content::Unread)
-        });
-        if listed {
-            self.update(relative, |node| node.content = Content::Stale(id));
-        }
     }
 
     /// How many files the index does not hold in their current version
@@ -789,7 +751,7 @@ impl Tree {
                 node.kind == EntryKind::File
                     && matches!(
                         node.content,
-                        Content::Always | Content::Unread | Content::Listed | Content::Stale(_)
+                        Content::Always | Content::Unread | Content::Listed
                     )
             })
         });
@@ -844,7 +806,7 @@ pub fn make_node(
                 .stamp
                 .is_some_and(|s| s.is_trusted(first_seen, seen_at));
             node.first_seen = Seen::of(first_seen);
-            node.content = earlier.map_or(Content::Unread, |earlier| earlier.content.stale());
+            node.content = Content::Unread;
         }
         EntryKind::Dir => {
             let known = earlier.map(Node::dir_seen);

@@ -13,7 +13,7 @@ use super::format::{
     LOOKUP_BYTES, SECTIONS, Section, SegmentError, TRIGRAM_LIMIT, VARINT, in_path_order,
     is_valid_name, read_varint, u32_at, u64_at,
 };
-use crate::walk::Stamp;
+use crate::walk::{self, Stamp};
 
 /// Filter case modes a writer may record (the index's `FilterCase`).
 const FILTER_CASES: u8 = 3;
@@ -280,6 +280,21 @@ impl Segment {
             hash,
             filter,
         })
+    }
+
+    /// The local id of the file named `name`, if the segment holds it
+    /// (names are in path order: a bisection).
+    pub fn find_name(&self, name: &str) -> Option<u32> {
+        let (mut low, mut high) = (0, self.header.files);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match walk::path_order(self.file(middle)?.name, name) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(middle),
+            }
+        }
+        None
     }
 
     /// The bytes of `trigram`'s posting list: what decoding it costs.

@@ -252,13 +252,7 @@ impl Tree {
                         unsettled.push(key.0.clone());
                     }
                 }
-                Some(mut node) => {
-                    // What it held is the hint for its new version.
-                    if node.kind == known.kind && matches!(node.content, Content::Listed) {
-                        node.content = known.content.stale();
-                    }
-                    replaced.push((key.0.clone(), node))
-                }
+                Some(node) => replaced.push((key.0.clone(), node)),
                 None => gone.push(key.0.clone()),
             }
         }
