@@ -677,7 +677,10 @@ mod tests {
 
     #[test]
     fn an_index_kept_on_disk_in_several_segments_answers_as_the_one_in_memory() {
-        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 400 }, 5);
+        // A build's run of parts becomes a layer at `FULL_BYTES` (16 KiB in
+        // tests): about 180 of these files. Fewer on Windows, where every
+        // query's walk is slow, but enough for two runs or more.
+        let (_dir, gate) = generated_tree(if cfg!(windows) { 240 } else { 400 }, 5);
         let cache_dir = tempfile::tempdir().unwrap();
         let config = IndexCacheConfig {
             cache_dir: Some(cache_dir.path().to_path_buf()),
