@@ -36,6 +36,10 @@
 //!   `fdfind` or `fd`).
 //! - `BENCH_SERVER`: another build of the server to measure (default: this
 //!   one's).
+//! - `BENCH_LOAD`: a folder that a second CPU-bound process (`rg -j 1` over
+//!   it, in a loop) searches while the first search of the first build and
+//!   ripgrep's run it is compared with are timed, as on an agent's machine
+//!   where a build or another session competes for the cores.
 
 mod support;
 
@@ -75,6 +79,7 @@ struct Settings {
     rg: String,
     fd: String,
     threads: usize,
+    load: Option<PathBuf>,
 }
 
 struct Corpus {
@@ -110,6 +115,12 @@ fn main() {
         settings.threads,
         load_average()
     );
+    if let Some(folder) = &settings.load {
+        println!(
+            "first searches timed under load: rg -j 1 over {} in a loop",
+            folder.display()
+        );
+    }
     let mut met = 0;
     let mut total = 0;
     for corpus in &settings.corpora {
@@ -170,6 +181,51 @@ fn settings() -> Settings {
         threads: std::thread::available_parallelism()
             .map(|n| n.get().clamp(1, 12))
             .unwrap_or(2),
+        load: std::env::var_os("BENCH_LOAD").map(PathBuf::from),
+    }
+}
+
+/// A second CPU-bound process: `rg` searching a folder on one thread, again
+/// and again, until dropped.
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    runner: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(rg: &str, folder: Option<&Path>) -> Option<Load> {
+        let folder = folder?.to_path_buf();
+        let rg = rg.to_string();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let runner = std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                let status = Command::new(&rg)
+                    .args(["-j", "1", "-c", "-u", "no such text zq8x"])
+                    .arg(&folder)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                if status.is_err() {
+                    return;
+                }
+            }
+        });
+        // Until the load runs at full speed.
+        std::thread::sleep(Duration::from_millis(500));
+        Some(Load {
+            stop,
+            runner: Some(runner),
+        })
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(runner) = self.runner.take() {
+            let _ = runner.join();
+        }
     }
 }
 
@@ -297,7 +353,8 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
     let first_query = literals[0].arguments();
     let (scan_first, _) = scan.timed_call("search_project_files", &first_query);
     // ripgrep on the first query, in the same page-cache state as the
-    // indexed server's first search.
+    // indexed server's first search, and under the same load.
+    let load = Load::start(&settings.rg, settings.load.as_deref());
     let rg_first = median(
         (0..3)
             .map(|_| {
@@ -320,6 +377,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
     ours.initialize();
     let ours_start_kib = ours.rss_kib();
     let (ours_first, first_answer) = ours.timed_call("search_project_files", &first_query);
+    drop(load);
     let scan_answer = scan.call_tool("search_project_files", &first_query);
     answers.compare(&literals[0].text, &first_answer, &scan_answer);
     let find_arguments = json!({"pattern": FIND_PATTERN, "max_results": FIND_MAX_RESULTS});
@@ -407,8 +465,8 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
         "first search, during the build",
         format!("{:.1} ms", ms(ours_first)),
         format!("rg {:.1} ms ({first_ratio:.2}x)", ms(rg_first)),
-        "≤ 1.2x rg",
-        Some(first_ratio <= 1.2),
+        "≤ 1.0x rg",
+        Some(first_ratio <= 1.0),
     );
     table.row(
         "first search of the scan server",
