@@ -102,6 +102,14 @@ impl BaseIndex {
         &self.layers
     }
 
+    /// Gives back the pages of the mapped layers' lists that lookups
+    /// touched (see [`Segment::drop_list_pages`]).
+    pub(super) fn drop_list_pages(&self) {
+        for layer in &self.layers {
+            layer.segment.drop_list_pages();
+        }
+    }
+
     /// The first id of a run of `files` ids no layer holds: the lowest gap
     /// that fits, so that ids stay about as many as the files.
     pub(super) fn free_ids(&self, files: u32) -> Option<u32> {

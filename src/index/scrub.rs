@@ -153,6 +153,12 @@ impl Scrub {
             );
             give_up_cache(shared);
         }
+        // The lists the checks looked up stay out of the process.
+        if let Ok(state) = shared.state.lock()
+            && let State::Ready(live) = &*state
+        {
+            live.base.drop_list_pages();
+        }
         Some(())
     }
 

@@ -1030,6 +1030,68 @@ async fn the_scrub_drops_a_resealed_segment_that_lost_its_postings() {
     scanner.stop().await;
 }
 
+/// The bytes of `pid`'s mappings of segment files that are resident
+/// (from /proc/PID/smaps), and their size.
+#[cfg(target_os = "linux")]
+fn mapped_segments_kib(pid: u32) -> (u64, u64) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let (mut resident, mut size, mut in_segment) = (0, 0, false);
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["Size:", kib, "kB"] if in_segment => size += kib.parse::<u64>().unwrap(),
+            ["Rss:", kib, "kB"] if in_segment => resident += kib.parse::<u64>().unwrap(),
+            [range, ..] if range.contains('-') && !range.ends_with(':') => {
+                in_segment = fields.len() > 5 && fields[5].ends_with(".idx");
+            }
+            _ => {}
+        }
+    }
+    (resident, size)
+}
+
+/// The posting lists a search reads leave the process with the call: a
+/// session's resident size is what its calls use at once, not every list
+/// it ever looked at (a touch maps a whole large folio of the page cache).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_lists_a_search_reads_are_not_kept_resident() {
+    let scene = large_index_scene();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("writer").await;
+    let mut server = scene.raw_server("reader");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&scene.log("reader")).await;
+    let pid = server.child.id().expect("pid");
+    let (_, mapped) = mapped_segments_kib(pid);
+    assert!(mapped > 1024, "the segments are mapped: {mapped} KiB");
+    // Lists are mostly bitmaps spread over the whole segment: 40 searches
+    // of different words touch pages everywhere in it.
+    let words = [
+        "a1b", "q_z9", "m0n4", "xy7_", "k2k", "p9t", "zz_0", "w3e", "u8i", "o6p",
+    ];
+    for (id, word) in (10..).zip(words.iter().cycle().take(40).enumerate()) {
+        let query = format!("{}{}", word.1, word.0 % 7);
+        server
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "search_project_files",
+                    "arguments": {"query": query, "max_results": 5}}}))
+            .await;
+        let answer = server.recv_id(&json!(id)).await;
+        assert_eq!(
+            answer["result"]["structuredContent"]["status"], "success",
+            "{answer}"
+        );
+    }
+    let (resident, mapped) = mapped_segments_kib(pid);
+    assert!(
+        resident * 4 < mapped,
+        "{resident} KiB of {mapped} KiB of segments stay resident after the searches"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
 // ---- The disk budget ----
 
 /// A tree whose index alone is larger than `max_disk_mb = 1`: 400 files

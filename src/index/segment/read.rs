@@ -4,13 +4,14 @@
 //! it is decoded.
 
 use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 
 use memmap2::Mmap;
 
 use super::ContentHash;
 use super::format::{
     BITMAP, CONTENT_HASH_AT, FILE_RECORD_BYTES, HAS_FILTER, Header, LOOKUP_BITMAP_BIT,
-    LOOKUP_BYTES, SECTIONS, Section, SegmentError, TRIGRAM_LIMIT, VARINT, in_path_order,
+    LOOKUP_BYTES, SECTIONS, Section, SegmentError, Span, TRIGRAM_LIMIT, VARINT, in_path_order,
     is_valid_name, read_varint, u32_at, u64_at,
 };
 use crate::walk::{self, Stamp};
@@ -69,7 +70,11 @@ impl Segment {
         // into place; no writer of this program changes a committed one. The
         // map is read only through checked slices.
         let map = unsafe { Mmap::map(file)? };
-        let segment = Segment::check(Backing::Mapped(map), root)?;
+        // The checksums are taken from reads of the file, not through the
+        // map: pages touched through a map count as the process's own.
+        let segment = Segment::check(Backing::Mapped(map), root, |_, span| {
+            crc_of_read(file, span)
+        })?;
         segment.drop_resident_pages();
         Ok(segment)
     }
@@ -79,18 +84,42 @@ impl Segment {
     /// lookups touch again only what they need. A segment held on the heap
     /// keeps its bytes.
     pub fn drop_resident_pages(&self) {
+        self.drop_pages(0..self.bytes.len());
+    }
+
+    /// Drops the pages of its filters and posting lists only: the file
+    /// table, the names and the lookup table, which every call reads or
+    /// bisects, stay. A touch maps a whole large folio of the page cache
+    /// (up to 2 MiB), so without this each call would leave the lists it
+    /// read in the process for good.
+    pub fn drop_list_pages(&self) {
+        let postings = self.header.span(Section::Postings);
+        let from = self.header.span(Section::Filters).offset as usize;
+        self.drop_pages(from..(postings.offset + postings.length) as usize);
+    }
+
+    fn drop_pages(&self, range: std::ops::Range<usize>) {
         match &self.bytes {
             // SAFETY: the map is a read-only shared mapping of a file that
             // is never changed once written (segments are replaced by a
             // rename, never rewritten): a page dropped is read again from
             // the file, as it was, when next touched, also by a reader on
-            // another thread.
+            // another thread. The range lies within the map (the header's
+            // spans were checked against its length).
             #[cfg(unix)]
             Backing::Mapped(map) => {
-                let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        range.start,
+                        range.len(),
+                    )
+                };
             }
             #[cfg(not(unix))]
-            Backing::Mapped(_) => {}
+            Backing::Mapped(_) => {
+                let _ = range;
+            }
             Backing::Owned(_) => {}
         }
     }
@@ -98,7 +127,9 @@ impl Segment {
     /// Checks the segment `bytes` (as [`super::encode`] makes them) and
     /// keeps it on the heap.
     pub fn from_bytes(bytes: Vec<u8>, root: &str) -> Result<Segment, SegmentError> {
-        Segment::check(Backing::Owned(bytes), root)
+        Segment::check(Backing::Owned(bytes), root, |section, _| {
+            Ok(crc32fast::hash(section))
+        })
     }
 
     /// What the segment holds on the heap (a mapped one: nothing; its pages
@@ -115,10 +146,18 @@ impl Segment {
         &self.bytes
     }
 
-    fn check(bytes: Backing, root: &str) -> Result<Segment, SegmentError> {
+    /// Checks `bytes`, the checksum of each section taken by `checksum`
+    /// from its bytes or its span (a mapped segment reads the span from
+    /// its file instead).
+    fn check(
+        bytes: Backing,
+        root: &str,
+        mut checksum: impl FnMut(&[u8], Span) -> std::io::Result<u32>,
+    ) -> Result<Segment, SegmentError> {
         let header = Header::decode(&bytes)?;
         for section in SECTIONS {
-            if crc32fast::hash(section_of(&bytes, &header, section)) != header.span(section).crc {
+            let span = header.span(section);
+            if checksum(section_of(&bytes, &header, section), span)? != span.crc {
                 return Err(SegmentError::Damaged("section checksum"));
             }
         }
@@ -395,6 +434,23 @@ impl Segment {
         }
         Ok(ids)
     }
+}
+
+/// The crc32 of `span`'s bytes of `file` (whose map the header's spans
+/// were checked against), read through a buffer rather than the map.
+fn crc_of_read(mut file: &File, span: Span) -> std::io::Result<u32> {
+    const BUFFER_BYTES: u64 = 256 * 1024;
+    let mut hasher = crc32fast::Hasher::new();
+    file.seek(SeekFrom::Start(span.offset))?;
+    let mut buffer = vec![0; span.length.min(BUFFER_BYTES) as usize];
+    let mut left = span.length;
+    while left > 0 {
+        let chunk = &mut buffer[..left.min(BUFFER_BYTES) as usize];
+        file.read_exact(chunk)?;
+        hasher.update(chunk);
+        left -= chunk.len() as u64;
+    }
+    Ok(hasher.finalize())
 }
 
 fn section_of<'a>(bytes: &'a [u8], header: &Header, section: Section) -> &'a [u8] {
