@@ -654,7 +654,12 @@ mod tests {
             if reseal_after {
                 reseal(&mut bytes);
             }
-            if let Ok(segment) = Segment::from_bytes(bytes.clone(), ROOT) {
+            // Mapped, the checksums are read from the file: the same verdict.
+            std::fs::write(&path, &bytes).unwrap();
+            let mapped = Segment::open(&File::open(&path).unwrap(), ROOT);
+            let held = Segment::from_bytes(bytes.clone(), ROOT);
+            prop_assert_eq!(mapped.is_ok(), held.is_ok());
+            for segment in [mapped, held].into_iter().flatten() {
                 // Without resealing, damage never gets past the checksums.
                 prop_assert!(reseal_after || bytes == original);
                 read_everything(&segment);
