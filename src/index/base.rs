@@ -342,19 +342,12 @@ pub(super) fn may_match(file: &FileEntry<'_>, query: &Query) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::segment::{FileRecord, encode};
+    use crate::index::segment::encode;
+    use crate::index::testing::unfiltered_records;
 
     fn layer(first_id: u32, names: &[&str]) -> Layer {
         let stamp = Stamp::of(&std::fs::metadata(std::env::temp_dir()).unwrap());
-        let records: Vec<FileRecord> = names
-            .iter()
-            .map(|name| FileRecord {
-                name,
-                stamp,
-                hash: ContentHash::of(name.as_bytes()),
-                filter: None,
-            })
-            .collect();
+        let records = unfiltered_records(names, stamp);
         let bytes = encode("/p", &records, std::iter::empty()).unwrap();
         Layer {
             first_id,
