@@ -399,14 +399,7 @@ fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option
                 "index: layers could not be merged ({error}); their files are read again"
             );
             for layer in &layers {
-                for local in 0..layer.segment.file_count() {
-                    if let Some(file) = layer.segment.file(local) {
-                        live.tree
-                            .read_again_holding(file.name, layer.first_id + local);
-                    }
-                }
-                live.base.remove(layer.first_id);
-                live.tree.forget_ids(layer.ids());
+                live.drop_layer(layer.first_id);
             }
             shared.unread.notify_all();
             return Some(());
@@ -448,7 +441,9 @@ fn merge_layers(shared: &Shared, pacer: &mut Pacer, first_ids: &[u32]) -> Option
             Some(new) => {
                 live.tree.move_id(&name, old, new);
             }
-            None => live.tree.read_again_holding(&name, old),
+            None => {
+                live.tree.read_again_holding(&name, old);
+            }
         }
     }
     for layer in &layers {

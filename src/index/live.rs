@@ -92,6 +92,31 @@ impl Live {
         merge_in_path_order(indexed.into_iter(), loose, |found| found.key)
     }
 
+    /// Takes out the layer `first_id` whole: every file that holds one of
+    /// its ids, under any of its names, is read again, and no later read
+    /// takes one of them back. How many files held one.
+    pub(super) fn drop_layer(&mut self, first_id: u32) -> usize {
+        let Some(layer) = self.base.remove(first_id) else {
+            return 0;
+        };
+        let ids = layer.ids();
+        let held = (0..layer.segment.file_count())
+            .filter(|&local| {
+                layer
+                    .segment
+                    .file(local)
+                    .is_some_and(|file| self.tree.read_again_holding(file.name, first_id + local))
+            })
+            .count();
+        let dropped = |id: u32| ids.contains(&id).then_some(None);
+        for (name, old, _) in self.base.move_other_names(dropped) {
+            self.tree.read_again_holding(&name, old);
+        }
+        self.tree.forget_ids(ids);
+        self.restamped.remove(&first_id);
+        held
+    }
+
     /// The index and the file list, in bytes.
     pub(super) fn bytes(&self) -> usize {
         self.base.bytes() + self.tree.bytes()

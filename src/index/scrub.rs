@@ -123,27 +123,7 @@ impl Scrub {
             };
             // The layer goes: every file holding one of its ids is read
             // again, and no later read takes an id of it back.
-            let names: Vec<(u32, String)> = ids
-                .clone()
-                .filter_map(|id| Some((id, live.base.stored_file(id)?.1.name.to_string())))
-                .collect();
-            let mut holders = 0;
-            for (id, name) in &names {
-                let holds = live.tree.get(name).is_some_and(
-                    |(_, node)| matches!(node.content, Content::Base(held) if held == *id),
-                );
-                if holds {
-                    live.tree.read_again(name);
-                    holders += 1;
-                }
-            }
-            let dropped = |id: u32| ids.contains(&id).then_some(None);
-            for (name, old, _) in live.base.move_other_names(dropped) {
-                live.tree.read_again_holding(&name, old);
-            }
-            live.base.remove(ids.start);
-            live.tree.forget_ids(ids.clone());
-            live.restamped.remove(&ids.start);
+            let holders = live.drop_layer(ids.start);
             drop(state);
             shared.unread.notify_all();
             tracing::warn!(

@@ -655,14 +655,16 @@ impl Tree {
         self.update(relative, |node| node.content = Content::Unread);
     }
 
-    /// Makes the file `relative` unread again where it holds id `id`.
-    pub fn read_again_holding(&mut self, relative: &str, id: u32) {
+    /// Makes the file `relative` unread again where it holds id `id`;
+    /// whether it did.
+    pub fn read_again_holding(&mut self, relative: &str, id: u32) -> bool {
         let holds = self.get(relative).is_some_and(|(_, node)| {
             matches!(node.content, Content::Base(held) | Content::Linked(held) if held == id)
         });
         if holds {
             self.read_again(relative);
         }
+        holds
     }
 
     /// Gives the file `relative` id `to` where it holds `from`: a merge
