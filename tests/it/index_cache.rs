@@ -329,6 +329,16 @@ impl Scene {
             .collect()
     }
 
+    /// A server `name` whose answers equal `scanner`'s from its first call,
+    /// and its log once its index is ready.
+    async fn session_beside(&self, name: &str, scanner: &Server) -> (Server, String) {
+        let server = self.server(name).await;
+        assert_same_answers(&server, scanner).await;
+        wait_for_index(&self.log(name)).await;
+        let log = log_text(&self.log(name));
+        (server, log)
+    }
+
     /// Runs a server until it has written its segment, then stops it.
     async fn write_cache(&self, name: &str) {
         let server = self.server(name).await;
@@ -401,11 +411,8 @@ async fn a_second_server_answers_from_the_cache_as_a_scan_does() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     scene.write_cache("first").await;
     assert_eq!(scene.segments().len(), 1);
-    let second = scene.server("second").await;
     let scanner = scene.scanner().await;
-    assert_same_answers(&second, &scanner).await;
-    wait_for_index(&scene.log("second")).await;
-    let log = log_text(&scene.log("second"));
+    let (second, log) = scene.session_beside("second", &scanner).await;
     // The 300 sources and the large file; the binary file is read again.
     assert!(
         log.contains("used: 301 files unchanged, 0 changed, 0 gone"),
@@ -477,11 +484,8 @@ async fn files_whose_stamps_moved_but_not_their_text_are_not_indexed_again() {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let second = scene.server("second").await;
     let scanner = scene.scanner().await;
-    assert_same_answers(&second, &scanner).await;
-    wait_for_index(&scene.log("second")).await;
-    let log = log_text(&scene.log("second"));
+    let (second, log) = scene.session_beside("second", &scanner).await;
     assert!(
         log.contains("1 files unchanged, 200 changed, 0 gone"),
         "{log}"
@@ -492,10 +496,7 @@ async fn files_whose_stamps_moved_but_not_their_text_are_not_indexed_again() {
     );
     assert_same_answers(&second, &scanner).await;
     second.stop().await;
-    let third = scene.server("third").await;
-    assert_same_answers(&third, &scanner).await;
-    wait_for_index(&scene.log("third")).await;
-    let log = log_text(&scene.log("third"));
+    let (third, log) = scene.session_beside("third", &scanner).await;
     assert!(log.contains("0 changed, 0 gone"), "{log}");
     third.stop().await;
     scanner.stop().await;
@@ -540,10 +541,7 @@ async fn a_tree_changed_while_no_server_ran_is_exact_from_the_first_call() {
     // the old one and its dead ids.
     wait_for_log(&scene.log("second"), "index cache: wrote segment").await;
     second.stop().await;
-    let third = scene.server("third").await;
-    assert_same_answers(&third, &scanner).await;
-    wait_for_index(&scene.log("third")).await;
-    let log = log_text(&scene.log("third"));
+    let (third, log) = scene.session_beside("third", &scanner).await;
     assert!(log.contains("0 changed, 0 gone"), "{log}");
     third.stop().await;
     scanner.stop().await;
