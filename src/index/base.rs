@@ -10,12 +10,13 @@
 //! once by the build: its first name in path order holds the id, the
 //! others are listed beside it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::merge::LayerSize;
 use super::ngram::MappedFilter;
 use super::plan::Query;
-use super::segment::{ContentHash, FileEntry, Segment};
+use super::segment::{ContentHash, FileEntry, FilterAt, Segment};
 use super::tree::PathKey;
 use crate::walk::Stamp;
 
@@ -102,14 +103,6 @@ impl BaseIndex {
         &self.layers
     }
 
-    /// Gives back the pages of the mapped layers' lists that lookups
-    /// touched (see [`Segment::drop_list_pages`]).
-    pub(super) fn drop_list_pages(&self) {
-        for layer in &self.layers {
-            layer.segment.drop_list_pages();
-        }
-    }
-
     /// The first id of a run of `files` ids no layer holds: the lowest gap
     /// that fits, so that ids stay about as many as the files.
     pub(super) fn free_ids(&self, files: u32) -> Option<u32> {
@@ -181,6 +174,11 @@ impl BaseIndex {
     pub(super) fn stored_file(&self, id: u32) -> Option<(std::ops::Range<u32>, FileEntry<'_>)> {
         let layer = self.layer_of(id).filter(|layer| layer.stored.is_some())?;
         Some((layer.ids(), layer.segment.file(id - layer.first_id)?))
+    }
+
+    /// The words of the filter at `at` of the stored file `id`.
+    pub(super) fn stored_filter(&self, id: u32, at: FilterAt) -> Option<Cow<'_, [u8]>> {
+        self.layer_of(id)?.segment.filter(at).ok()
     }
 
     /// The versions of the file `relative` the layers hold: each id under
@@ -330,13 +328,17 @@ impl BaseIndex {
     }
 }
 
-/// Whether `file`'s long grams (when it has a filter) allow a match of
-/// `query`; its trigrams were asked already. A filter is read where it lies.
-pub(super) fn may_match(file: &FileEntry<'_>, query: &Query) -> bool {
-    let filter = file
-        .filter
-        .and_then(|(case, words)| MappedFilter::new(case, words));
-    filter.is_none_or(|filter| query.may_match(None, Some(&filter)))
+/// Whether `file` of `segment`, by its long grams (when it has a filter),
+/// may match `query`; its trigrams were asked already. A filter that cannot
+/// be read allows the match.
+pub(super) fn may_match(segment: &Segment, file: &FileEntry<'_>, query: &Query) -> bool {
+    let Some(at) = file.filter else {
+        return true;
+    };
+    let Ok(words) = segment.filter(at) else {
+        return true;
+    };
+    MappedFilter::new(at.case, &words).is_none_or(|filter| query.may_match(None, Some(&filter)))
 }
 
 #[cfg(test)]

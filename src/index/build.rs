@@ -68,6 +68,10 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 /// about what indexing and watching that many folders costs.
 const MANY_FOLDERS: usize = 10_000;
 
+/// Names of files to read the build takes from the file list at a time: a
+/// copy of every name would cost as much again as the list's own names.
+const LISTED_BATCH: usize = 256;
+
 /// What the build says once the index covers the tree (see
 /// `background.rs`, which logs it).
 pub(super) struct Built {
@@ -106,7 +110,7 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
         && let Some(restored) = restore(
             cache,
             &mut live,
-            segment_bound(listed.files.len() as u64, listed.bytes).min(cache_budget(shared)),
+            segment_bound(listed.files as u64, listed.bytes).min(cache_budget(shared)),
         )
     {
         return serve_from_cache(shared, live, restored, started);
@@ -408,7 +412,21 @@ pub(super) fn index_contents(
     let mut part = Part::new(0, part_pairs);
     let mut run = Run::default();
     let mut files_indexed = 0;
-    for relative in listed.files {
+    let mut batch = Vec::new().into_iter();
+    let mut last: Option<String> = None;
+    loop {
+        let Some(relative) = batch.next() else {
+            batch = match &*shared.state.lock().ok()? {
+                State::Ready(live) => live.tree.listed_after(last.as_deref(), LISTED_BATCH),
+                _ => return None,
+            }
+            .into_iter();
+            match batch.as_slice().last() {
+                Some(end) => last = Some(end.clone()),
+                None => break,
+            }
+            continue;
+        };
         if shared.stopping() {
             return None;
         }
@@ -621,8 +639,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     tree.fill(parts);
     let mut listed = Listed::default();
     let mut linked = HashSet::new();
-    // The files in path order, as the build reads them.
-    for (key, node) in tree.under(".") {
+    // What the build will read: every file of a UTF-8 name.
+    for (_, node) in tree.under(".") {
         if node.kind != EntryKind::File || node.lossy {
             continue;
         }
@@ -636,13 +654,13 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
             listed.bytes += size;
             listed.filter_bytes += GramFilter::bytes_for(size);
         }
-        listed.files.push(key.0.clone());
+        listed.files += 1;
     }
     tracing::debug!(
         "index: walked {} entries in {walk_ms} ms",
         tree.entry_count()
     );
-    if tree.bytes() + listed_bytes(&listed) > shared.limit_bytes {
+    if tree.bytes() > shared.limit_bytes {
         over_limit(shared);
         return None;
     }
@@ -657,21 +675,12 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
     Some((live, listed))
 }
 
-/// What the list of files to index holds, in bytes.
-fn listed_bytes(listed: &Listed) -> usize {
-    heap_bytes(listed.files.capacity() * size_of::<String>())
-        + listed
-            .files
-            .iter()
-            .map(|relative| heap_bytes(relative.len()))
-            .sum::<usize>()
-}
-
-/// The files the build will index, in order, and what indexing them is
-/// expected to take.
+/// What the build will index (the file list's [`Content::Listed`] files,
+/// which it reads in path order, a batch at a time) and what indexing them
+/// is expected to take.
 #[derive(Default)]
 pub(super) struct Listed {
-    pub(super) files: Vec<String>,
+    pub(super) files: usize,
     /// Their bytes, those over the searcher's cap left out.
     pub(super) bytes: u64,
     /// What the large files' filters would take.

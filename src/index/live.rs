@@ -66,7 +66,10 @@ impl Live {
                     continue;
                 }
                 // The filters judge a file once, whatever its names.
-                let Some(file) = segment.file(local).filter(|file| may_match(file, query)) else {
+                let Some(file) = segment
+                    .file(local)
+                    .filter(|file| may_match(segment, file, query))
+                else {
                     continue;
                 };
                 if linked {

@@ -233,17 +233,18 @@ pub(super) fn merge(
         maps[input][local as usize] = sources.len() as u32;
         sources.push((input, local));
         let stamp = inputs[input].stamps.get(local as usize).copied().flatten();
+        let filter = match file.filter.filter(|_| !drop_filters) {
+            Some(at) => Some(FilterBits {
+                case: at.case,
+                bytes: inputs[input].segment.filter(at)?,
+            }),
+            None => None,
+        };
         records.push(FileRecord {
             name: file.name,
             stamp: stamp.unwrap_or(file.stamp),
             hash: file.hash,
-            filter: file
-                .filter
-                .filter(|_| !drop_filters)
-                .map(|(case, bytes)| FilterBits {
-                    case,
-                    bytes: bytes.into(),
-                }),
+            filter,
         });
     }
     let failed = RefCell::new(None);

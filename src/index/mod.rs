@@ -494,11 +494,7 @@ impl TreeModel {
         {
             return None;
         }
-        let answer = answer(live, root);
-        // The lists a call read leave the process with it: the resident
-        // size is what calls use at once, not all a session looked at.
-        live.base.drop_list_pages();
-        Some(answer)
+        Some(answer(live, root))
     }
 }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use super::plan::Query;
-use super::segment::Segment;
+use super::segment::{Located, Segment};
 
 /// Collects the lists of one run of files: files are added in increasing
 /// local id order, from 0.
@@ -92,65 +92,86 @@ pub struct PostingCache {
     lists: HashMap<u32, std::rc::Rc<Vec<u32>>>,
 }
 
-/// What a query is evaluated against: a segment's lists.
+/// What a query is evaluated against: a segment's lists. A key is
+/// located once (a read of the lookup table) and its list read from there.
 pub trait PostingLists {
-    /// The ids of the files that may contain `key`, sorted.
-    fn postings(&self, key: u32) -> Vec<u32>;
-    /// What decoding `key`'s list costs, in bytes.
-    fn list_bytes(&self, key: u32) -> usize;
-    /// Keeps the `ids` (sorted) whose files may hold `key`.
-    fn retain_holding(&self, key: u32, ids: &mut Vec<u32>);
+    type Located: Copy;
+    /// Where `key`'s list lies.
+    fn locate(&self, key: u32) -> Self::Located;
+    /// The ids of the files that may contain the key `located`, sorted.
+    fn postings(&self, located: Self::Located) -> Vec<u32>;
+    /// What decoding the list `located` costs, in bytes.
+    fn list_bytes(&self, located: Self::Located) -> usize;
+    /// Keeps the `ids` (sorted) whose files may hold the key `located`.
+    fn retain_holding(&self, located: Self::Located, ids: &mut Vec<u32>);
 }
 
 /// A segment passed every check when it was opened; a list that still
-/// fails to decode makes every file of the segment a candidate, never none.
+/// fails to decode or to be read makes every file of the segment a
+/// candidate, never none.
 impl PostingLists for Segment {
-    fn postings(&self, key: u32) -> Vec<u32> {
-        Segment::postings(self, key).unwrap_or_else(|_| (0..self.file_count()).collect())
+    type Located = Located;
+    fn locate(&self, key: u32) -> Located {
+        Segment::locate(self, key)
     }
-    fn list_bytes(&self, key: u32) -> usize {
-        Segment::list_bytes(self, key)
+    fn postings(&self, located: Located) -> Vec<u32> {
+        match located {
+            Located::At(at) => {
+                Segment::postings_at(self, at).unwrap_or_else(|_| (0..self.file_count()).collect())
+            }
+            Located::Absent => Vec::new(),
+            Located::Unknown => (0..self.file_count()).collect(),
+        }
     }
-    fn retain_holding(&self, key: u32, ids: &mut Vec<u32>) {
-        Segment::retain_holding(self, key, ids);
+    fn list_bytes(&self, located: Located) -> usize {
+        Segment::list_bytes(self, located)
+    }
+    fn retain_holding(&self, located: Located, ids: &mut Vec<u32>) {
+        Segment::retain_located(self, located, ids);
     }
 }
 
 impl PostingCache {
-    pub fn get(&mut self, lists: &impl PostingLists, key: u32) -> std::rc::Rc<Vec<u32>> {
+    /// The list of `key`, located at `located`.
+    pub fn get<L: PostingLists>(
+        &mut self,
+        lists: &L,
+        key: u32,
+        located: L::Located,
+    ) -> std::rc::Rc<Vec<u32>> {
         self.lists
             .entry(key)
-            .or_insert_with(|| std::rc::Rc::new(lists.postings(key)))
+            .or_insert_with(|| std::rc::Rc::new(lists.postings(located)))
             .clone()
     }
 }
 
 /// The ids in `lists` whose trigrams satisfy `query`, sorted; `None` for all.
-pub fn evaluate(
+pub fn evaluate<L: PostingLists>(
     query: &Query,
-    lists: &impl PostingLists,
+    lists: &L,
     cache: &mut PostingCache,
 ) -> Option<Vec<u32>> {
     match query {
         Query::All => None,
         Query::Nothing => Some(Vec::new()),
-        Query::Trigram(key) => Some(cache.get(lists, *key).as_ref().clone()),
+        Query::Trigram(key) => Some(cache.get(lists, *key, lists.locate(*key)).as_ref().clone()),
         // Only filters hold long grams.
         Query::Gram(_) | Query::ExactGram(..) => None,
         Query::And(parts) => {
             // Only the shortest trigram list is decoded; the ids left are
             // then tested against the longer ones.
-            let mut keys: Vec<u32> = parts
+            let mut keys: Vec<(u32, L::Located)> = parts
                 .iter()
                 .filter_map(|part| match part {
-                    Query::Trigram(key) => Some(*key),
+                    Query::Trigram(key) => Some((*key, lists.locate(*key))),
                     _ => None,
                 })
                 .collect();
-            keys.sort_by_cached_key(|&key| lists.list_bytes(key));
+            keys.sort_by_cached_key(|&(_, located)| lists.list_bytes(located));
             let mut result = keys
                 .first()
-                .map(|&key| cache.get(lists, key).as_ref().clone());
+                .map(|&(key, located)| cache.get(lists, key, located).as_ref().clone());
             for part in parts
                 .iter()
                 .filter(|part| !matches!(part, Query::Trigram(_)))
@@ -167,11 +188,11 @@ pub fn evaluate(
                 });
             }
             if let Some(ids) = &mut result {
-                for &key in keys.iter().skip(1) {
+                for &(_, located) in keys.iter().skip(1) {
                     if ids.is_empty() {
                         break;
                     }
-                    lists.retain_holding(key, ids);
+                    lists.retain_holding(located, ids);
                 }
             }
             result

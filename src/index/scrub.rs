@@ -133,12 +133,6 @@ impl Scrub {
             );
             give_up_cache(shared);
         }
-        // The lists the checks looked up stay out of the process.
-        if let Ok(state) = shared.state.lock()
-            && let State::Ready(live) = &*state
-        {
-            live.base.drop_list_pages();
-        }
         Some(())
     }
 
@@ -262,9 +256,12 @@ fn disagreement(
     };
     // A file recorded without a filter is never ruled out by one; a filter
     // left out to save memory now cannot be compared.
-    if let (Some((case, bytes)), Some(filter)) = (file.filter, filter) {
+    if let (Some(at), Some(filter)) = (file.filter, filter) {
+        let Some(bytes) = live.base.stored_filter(sample.id, at) else {
+            return Some(Some("its long-gram filter cannot be read"));
+        };
         let (derived_case, words) = filter.parts();
-        let same = case == derived_case
+        let same = at.case == derived_case
             && bytes.len() == words.len() * 8
             && bytes
                 .chunks_exact(8)

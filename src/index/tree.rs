@@ -584,6 +584,24 @@ impl Tree {
         unchanged
     }
 
+    /// Up to `max` files the build has still to read ([`Content::Listed`],
+    /// their names UTF-8), in path order, after `after`.
+    pub fn listed_after(&self, after: Option<&str>, max: usize) -> Vec<String> {
+        let from = after.map_or(Bound::Unbounded, |after| {
+            Bound::Excluded(PathKey(after.to_string()))
+        });
+        self.nodes
+            .range((from, Bound::Unbounded))
+            .filter(|(_, node)| {
+                node.kind == EntryKind::File
+                    && !node.lossy
+                    && matches!(node.content, Content::Listed)
+            })
+            .map(|(key, _)| key.0.clone())
+            .take(max)
+            .collect()
+    }
+
     /// Up to `max` files for the background indexing to read, in path
     /// order, with the stamps the file list holds and when they were first
     /// seen.

@@ -1028,29 +1028,50 @@ async fn the_scrub_drops_a_resealed_segment_that_lost_its_postings() {
     scanner.stop().await;
 }
 
-/// The bytes of `pid`'s mappings of segment files that are resident
-/// (from /proc/PID/smaps), and their size.
+/// Pages of `pid`'s maps of segment files past the large folios that hold
+/// their file tables and names (which calls read through the map): how
+/// many of those pages are resident, and how many there are. A segment is
+/// `header, root, files, names, filters, postings, lookup`; its header
+/// gives each section's (offset u64, length u64) at 24 + 24 * section.
 #[cfg(target_os = "linux")]
-fn mapped_segments_kib(pid: u32) -> (u64, u64) {
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let (mut resident, mut size, mut in_segment) = (0, 0, false);
-    for line in smaps.lines() {
+fn segment_pages_past_the_names(pid: u32) -> (u64, u64) {
+    use std::io::{Read, Seek, SeekFrom};
+    const PAGE: u64 = 4096;
+    const LARGE_FOLIO: u64 = 2 * 1024 * 1024;
+    const NAMES: usize = 2;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut pagemap = std::fs::File::open(format!("/proc/{pid}/pagemap")).unwrap();
+    let (mut resident, mut pages) = (0, 0);
+    for line in maps.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        match fields.as_slice() {
-            ["Size:", kib, "kB"] if in_segment => size += kib.parse::<u64>().unwrap(),
-            ["Rss:", kib, "kB"] if in_segment => resident += kib.parse::<u64>().unwrap(),
-            [range, ..] if range.contains('-') && !range.ends_with(':') => {
-                in_segment = fields.len() > 5 && fields[5].ends_with(".idx");
-            }
-            _ => {}
+        if fields.len() < 6 || !fields[5].ends_with(".idx") {
+            continue;
+        }
+        let (start, end) = fields[0].split_once('-').unwrap();
+        let (start, end) = (
+            u64::from_str_radix(start, 16).unwrap(),
+            u64::from_str_radix(end, 16).unwrap(),
+        );
+        assert_eq!(fields[2], "00000000", "a segment is mapped whole: {line}");
+        let header = std::fs::read(fields[5]).unwrap();
+        let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap());
+        let names_end = word(24 + 24 * NAMES) + word(24 + 24 * NAMES + 8);
+        let from = start + names_end.div_ceil(LARGE_FOLIO) * LARGE_FOLIO;
+        for page in (from..end).step_by(PAGE as usize) {
+            let mut entry = [0u8; 8];
+            pagemap.seek(SeekFrom::Start(page / PAGE * 8)).unwrap();
+            pagemap.read_exact(&mut entry).unwrap();
+            resident += u64::from_le_bytes(entry) >> 63;
+            pages += 1;
         }
     }
-    (resident, size)
+    (resident, pages)
 }
 
-/// The posting lists a search reads leave the process with the call: a
-/// session's resident size is what its calls use at once, not every list
-/// it ever looked at (a touch maps a whole large folio of the page cache).
+/// Searches read the lookup tables, posting lists and filters of mapped
+/// segments from their files, not through the map: a touch of a map takes
+/// a whole large folio of the page cache into the process, so a session
+/// would otherwise keep resident every list it ever looked at.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn the_lists_a_search_reads_are_not_kept_resident() {
@@ -1061,10 +1082,13 @@ async fn the_lists_a_search_reads_are_not_kept_resident() {
     server.initialize("2025-06-18").await;
     wait_for_index(&scene.log("reader")).await;
     let pid = server.child.id().expect("pid");
-    let (_, mapped) = mapped_segments_kib(pid);
-    assert!(mapped > 1024, "the segments are mapped: {mapped} KiB");
+    let (_, pages) = segment_pages_past_the_names(pid);
+    assert!(
+        pages > 64,
+        "the segments are mapped, their lists past the first large folio: {pages} pages"
+    );
     // Lists are mostly bitmaps spread over the whole segment: 40 searches
-    // of different words touch pages everywhere in it.
+    // of different words would touch pages everywhere in it.
     let words = [
         "a1b", "q_z9", "m0n4", "xy7_", "k2k", "p9t", "zz_0", "w3e", "u8i", "o6p",
     ];
@@ -1081,10 +1105,10 @@ async fn the_lists_a_search_reads_are_not_kept_resident() {
             "{answer}"
         );
     }
-    let (resident, mapped) = mapped_segments_kib(pid);
-    assert!(
-        resident * 4 < mapped,
-        "{resident} KiB of {mapped} KiB of segments stay resident after the searches"
+    let (resident, pages) = segment_pages_past_the_names(pid);
+    assert_eq!(
+        resident, 0,
+        "{resident} of the segments' {pages} pages of lists and lookup tables are resident after the searches"
     );
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));

@@ -1,10 +1,21 @@
 //! Maps a segment (or holds one on the heap) and answers from it.
 //! Everything is checked when the segment is opened, so that later reads
-//! are plain slices of its bytes; the ids of a posting list are checked as
-//! it is decoded.
+//! are plain slices of its bytes or reads of its file; the ids of a posting
+//! list are checked as it is decoded.
+//!
+//! A mapped segment's file table and names, which a call reads for each
+//! candidate, are read through the map. Its posting lists, filters and
+//! lookup table, of which a call reads a few pieces, are read from the file
+//! into the call's own buffer: a touch of a map takes a whole large folio of
+//! the page cache (up to 2 MiB) into the process, so pieces read through
+//! the map would make every call's resident size that of all it touched.
+//! The heap keeps the first trigram of every block of 64 lookup entries,
+//! so finding a trigram's list is one read of a block (512 bytes) and one
+//! of the list. A merge, which reads every list once in order, reads them
+//! through the map and gives the pages back as it goes.
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 
 use memmap2::Mmap;
 
@@ -19,14 +30,40 @@ use crate::walk::{self, Stamp};
 /// Filter case modes a writer may record (the index's `FilterCase`).
 const FILTER_CASES: u8 = 3;
 
+/// Lookup entries per block: the heap keeps each block's first trigram, so
+/// that finding a trigram bisects those and reads one block of the table.
+const LOOKUP_BLOCK: usize = 64;
+
 /// A checked, read-only segment.
 pub struct Segment {
     bytes: Backing,
     header: Header,
+    /// The first trigram of each block of the lookup table.
+    lookup_blocks: Vec<u32>,
+}
+
+/// Where a trigram's posting list lies in the postings, and its encoding.
+#[derive(Debug, Clone, Copy)]
+pub struct ListAt {
+    encoding: u8,
+    start: u64,
+    end: u64,
+}
+
+/// What the lookup table says of a trigram.
+#[derive(Debug, Clone, Copy)]
+pub enum Located {
+    /// No file of the segment holds it.
+    Absent,
+    /// Its list lies here.
+    At(ListAt),
+    /// The table could not be read: any file may hold it.
+    Unknown,
 }
 
 enum Backing {
-    Mapped(Mmap),
+    /// The map, and the file it maps (for the reads of lists and filters).
+    Mapped(Mmap, File),
     Owned(Vec<u8>),
 }
 
@@ -34,7 +71,7 @@ impl std::ops::Deref for Backing {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Backing::Mapped(map) => map,
+            Backing::Mapped(map, _) => map,
             Backing::Owned(bytes) => bytes,
         }
     }
@@ -57,9 +94,18 @@ pub struct FileEntry<'a> {
     pub stamp: Stamp,
     /// The hash of the text its trigrams were taken from.
     pub hash: ContentHash,
-    /// Its Bloom filter: the case mode and the words' bytes (little-endian
-    /// `u64`s, a power of two of them).
-    pub filter: Option<(u8, &'a [u8])>,
+    /// Where its Bloom filter lies, if it has one ([`Segment::filter`]
+    /// reads it).
+    pub filter: Option<FilterAt>,
+}
+
+/// Where a file's Bloom filter lies in its segment's filters, and its case
+/// mode.
+#[derive(Debug, Clone, Copy)]
+pub struct FilterAt {
+    pub case: u8,
+    offset: usize,
+    words: usize,
 }
 
 impl Segment {
@@ -72,9 +118,8 @@ impl Segment {
         let map = unsafe { Mmap::map(file)? };
         // The checksums are taken from reads of the file, not through the
         // map: pages touched through a map count as the process's own.
-        let segment = Segment::check(Backing::Mapped(map), root, |_, span| {
-            crc_of_read(file, span)
-        })?;
+        let backing = Backing::Mapped(map, file.try_clone()?);
+        let segment = Segment::check(backing, root, |_, span| crc_of_read(file, span))?;
         segment.drop_resident_pages();
         Ok(segment)
     }
@@ -87,17 +132,6 @@ impl Segment {
         self.drop_pages(0..self.bytes.len());
     }
 
-    /// Drops the pages of its filters and posting lists only: the file
-    /// table, the names and the lookup table, which every call reads or
-    /// bisects, stay. A touch maps a whole large folio of the page cache
-    /// (up to 2 MiB), so without this each call would leave the lists it
-    /// read in the process for good.
-    pub fn drop_list_pages(&self) {
-        let postings = self.header.span(Section::Postings);
-        let from = self.header.span(Section::Filters).offset as usize;
-        self.drop_pages(from..(postings.offset + postings.length) as usize);
-    }
-
     fn drop_pages(&self, range: std::ops::Range<usize>) {
         match &self.bytes {
             // SAFETY: the map is a read-only shared mapping of a file that
@@ -107,7 +141,7 @@ impl Segment {
             // another thread. The range lies within the map (the header's
             // spans were checked against its length).
             #[cfg(unix)]
-            Backing::Mapped(map) => {
+            Backing::Mapped(map, _) => {
                 let _ = unsafe {
                     map.unchecked_advise_range(
                         memmap2::UncheckedAdvice::DontNeed,
@@ -117,7 +151,7 @@ impl Segment {
                 };
             }
             #[cfg(not(unix))]
-            Backing::Mapped(_) => {
+            Backing::Mapped(..) => {
                 let _ = range;
             }
             Backing::Owned(_) => {}
@@ -136,7 +170,7 @@ impl Segment {
     /// are the kernel's to keep or drop).
     pub fn heap_bytes(&self) -> usize {
         match &self.bytes {
-            Backing::Mapped(_) => 0,
+            Backing::Mapped(..) => 0,
             Backing::Owned(bytes) => bytes.capacity(),
         }
     }
@@ -164,7 +198,11 @@ impl Segment {
         if section_of(&bytes, &header, Section::Root) != root.as_bytes() {
             return Err(SegmentError::OtherRoot);
         }
-        let segment = Segment { bytes, header };
+        let mut segment = Segment {
+            bytes,
+            header,
+            lookup_blocks: Vec::new(),
+        };
         segment.check_files()?;
         segment.check_lookup()?;
         Ok(segment)
@@ -219,7 +257,8 @@ impl Segment {
         Ok(())
     }
 
-    fn check_lookup(&self) -> Result<(), SegmentError> {
+    /// Checks the lookup table and keeps the first trigram of each block.
+    fn check_lookup(&mut self) -> Result<(), SegmentError> {
         let lookup = self.section(Section::Lookup);
         if lookup.len() as u64 != u64::from(self.header.trigrams) * LOOKUP_BYTES as u64 {
             return Err(SegmentError::Damaged("lookup table length"));
@@ -233,6 +272,9 @@ impl Segment {
                 return Err(SegmentError::Damaged("lookup table order"));
             }
             previous = Some(trigram);
+            if index.is_multiple_of(LOOKUP_BLOCK) {
+                self.lookup_blocks.push(trigram);
+            }
             let length_ok = match encoding {
                 VARINT => start < end,
                 BITMAP => end.checked_sub(start) == Some(bitmap_bytes),
@@ -264,13 +306,8 @@ impl Segment {
             self.section(Section::Postings).len() as u64
         };
         let key = u32_at(lookup, at);
-        let encoding = match key & !(TRIGRAM_LIMIT - 1) {
-            0 => VARINT,
-            LOOKUP_BITMAP_BIT => BITMAP,
-            _ => u8::MAX,
-        };
         let start = u64::from(u32_at(lookup, at + 4));
-        (key & (TRIGRAM_LIMIT - 1), encoding, start, end)
+        (key & (TRIGRAM_LIMIT - 1), encoding_of(key), start, end)
     }
 
     pub fn file_count(&self) -> u32 {
@@ -299,16 +336,12 @@ impl Segment {
             .and_then(|name| std::str::from_utf8(name).ok())?;
         let stamp = Stamp::from_bytes(record.get(8..8 + Stamp::BYTES)?.try_into().ok()?);
         let flags_at = 8 + Stamp::BYTES;
-        let filter = if record[flags_at] == HAS_FILTER {
-            let offset = u64_at(record, flags_at + 4) as usize;
-            let words = u32_at(record, flags_at + 12) as usize;
-            let bytes = self
-                .section(Section::Filters)
-                .get(offset..offset + words * 8)?;
-            Some((record[flags_at + 1], bytes))
-        } else {
-            None
-        };
+        // Checked when the segment was opened: within the filters.
+        let filter = (record[flags_at] == HAS_FILTER).then(|| FilterAt {
+            case: record[flags_at + 1],
+            offset: u64_at(record, flags_at + 4) as usize,
+            words: u32_at(record, flags_at + 12) as usize,
+        });
         let hash = record
             .get(CONTENT_HASH_AT..)
             .and_then(|bytes| bytes.try_into().ok())
@@ -319,6 +352,37 @@ impl Segment {
             hash,
             filter,
         })
+    }
+
+    /// The words of the filter at `at` (little-endian `u64`s, a power of
+    /// two of them), read from the file of a mapped segment.
+    pub fn filter(&self, at: FilterAt) -> Result<Cow<'_, [u8]>, SegmentError> {
+        self.read(Section::Filters, at.offset, at.offset + at.words * 8)
+    }
+
+    /// The bytes `start..end` of `section`: a slice of the heap, or read
+    /// from a mapped segment's file (see the module notes).
+    fn read(
+        &self,
+        section: Section,
+        start: usize,
+        end: usize,
+    ) -> Result<Cow<'_, [u8]>, SegmentError> {
+        let bounds = SegmentError::Damaged("section bounds");
+        let span = self.header.span(section);
+        if start > end || end as u64 > span.length {
+            return Err(bounds);
+        }
+        match &self.bytes {
+            Backing::Owned(_) => Ok(Cow::Borrowed(
+                self.section(section).get(start..end).ok_or(bounds)?,
+            )),
+            Backing::Mapped(_, file) => {
+                let mut bytes = vec![0; end - start];
+                read_exact_at(file, &mut bytes, span.offset + start as u64)?;
+                Ok(Cow::Owned(bytes))
+            }
+        }
     }
 
     /// The local id of the file named `name`, if the segment holds it
@@ -336,81 +400,133 @@ impl Segment {
         None
     }
 
-    /// The bytes of `trigram`'s posting list: what decoding it costs.
-    pub fn list_bytes(&self, trigram: u32) -> usize {
-        self.find(trigram).map_or(0, |index| {
-            let (_, _, start, end) = self.entry(index);
-            end.saturating_sub(start) as usize
-        })
+    /// Where `trigram`'s list lies: the block of the lookup table that
+    /// would hold it is read and bisected.
+    pub fn locate(&self, trigram: u32) -> Located {
+        match self.find(trigram) {
+            Ok(Some(at)) => Located::At(at),
+            Ok(None) => Located::Absent,
+            Err(_) => Located::Unknown,
+        }
     }
 
-    /// The lookup entry of `trigram`, if it has one.
-    fn find(&self, trigram: u32) -> Option<usize> {
-        let lookup = self.section(Section::Lookup);
+    /// The bytes of the list `located`: what decoding it costs (0 for a
+    /// table that could not be read: asking that list first costs least).
+    pub fn list_bytes(&self, located: Located) -> usize {
+        match located {
+            Located::At(at) => at.end.saturating_sub(at.start) as usize,
+            Located::Absent | Located::Unknown => 0,
+        }
+    }
+
+    fn find(&self, trigram: u32) -> Result<Option<ListAt>, SegmentError> {
         let count = self.header.trigrams as usize;
-        let (mut low, mut high) = (0, count);
+        let Some(block) = self
+            .lookup_blocks
+            .partition_point(|&first| first <= trigram)
+            .checked_sub(1)
+        else {
+            return Ok(None);
+        };
+        let first = block * LOOKUP_BLOCK;
+        let entries = LOOKUP_BLOCK.min(count - first);
+        // One entry more where there is one: where the block's last list ends.
+        let end = (first + entries + 1).min(count);
+        let table = self.read(Section::Lookup, first * LOOKUP_BYTES, end * LOOKUP_BYTES)?;
+        let key = |index: usize| u32_at(&table, index * LOOKUP_BYTES);
+        let (mut low, mut high) = (0, entries);
         while low < high {
             let middle = (low + high) / 2;
-            if u32_at(lookup, middle * LOOKUP_BYTES) & (TRIGRAM_LIMIT - 1) < trigram {
+            if key(middle) & (TRIGRAM_LIMIT - 1) < trigram {
                 low = middle + 1;
             } else {
                 high = middle;
             }
         }
-        (low < count && u32_at(lookup, low * LOOKUP_BYTES) & (TRIGRAM_LIMIT - 1) == trigram)
-            .then_some(low)
+        if low == entries || key(low) & (TRIGRAM_LIMIT - 1) != trigram {
+            return Ok(None);
+        }
+        let list_end = if first + low + 1 < count {
+            u64::from(u32_at(&table, (low + 1) * LOOKUP_BYTES + 4))
+        } else {
+            self.header.span(Section::Postings).length
+        };
+        Ok(Some(ListAt {
+            encoding: encoding_of(key(low)),
+            start: u64::from(u32_at(&table, low * LOOKUP_BYTES + 4)),
+            end: list_end,
+        }))
     }
 
     /// The ids of the files holding `trigram`, increasing.
     pub fn postings(&self, trigram: u32) -> Result<Vec<u32>, SegmentError> {
-        match self.find(trigram) {
-            Some(index) => self.ids_at(index),
+        match self.find(trigram)? {
+            Some(at) => self.postings_at(at),
             None => Ok(Vec::new()),
         }
     }
 
-    /// Every trigram with its list, in increasing trigram order; a list
-    /// that fails to decode is an error.
-    pub fn lists(&self) -> impl Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + '_ {
-        (0..self.header.trigrams as usize).map(|index| (self.entry(index).0, self.ids_at(index)))
+    /// The ids of the list at `at`, increasing.
+    pub fn postings_at(&self, at: ListAt) -> Result<Vec<u32>, SegmentError> {
+        self.ids_of(at.encoding, &self.list(at)?)
     }
 
-    /// The ids of the `index`-th lookup entry's list.
-    fn ids_at(&self, index: usize) -> Result<Vec<u32>, SegmentError> {
-        let (_, encoding, start, end) = self.entry(index);
-        let list = self
-            .section(Section::Postings)
-            .get(start as usize..end as usize)
-            .ok_or(SegmentError::Damaged("posting list bounds"))?;
+    /// Every trigram with its list, in increasing trigram order, read
+    /// through the map (a merge: see the module notes); a list that fails
+    /// to decode is an error.
+    pub fn lists(&self) -> impl Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + '_ {
+        (0..self.header.trigrams as usize).map(|index| {
+            let (trigram, encoding, start, end) = self.entry(index);
+            let list = self
+                .section(Section::Postings)
+                .get(start as usize..end as usize)
+                .ok_or(SegmentError::Damaged("posting list bounds"));
+            (trigram, list.and_then(|list| self.ids_of(encoding, list)))
+        })
+    }
+
+    /// The bytes of the list at `at`.
+    fn list(&self, at: ListAt) -> Result<Cow<'_, [u8]>, SegmentError> {
+        self.read(Section::Postings, at.start as usize, at.end as usize)
+    }
+
+    /// The ids of the list `list`, encoded as `encoding`.
+    fn ids_of(&self, encoding: u8, list: &[u8]) -> Result<Vec<u32>, SegmentError> {
         if encoding == BITMAP {
             return Ok(bitmap_ids(list, self.header.files));
         }
         self.varint_ids(list)
     }
 
-    /// Keeps the `ids` (increasing) whose files hold `trigram`, testing
-    /// bits of a bitmap list and walking a varint list once, without
-    /// decoding it whole; a list that fails to decode keeps every id.
+    /// Keeps the `ids` (increasing) whose files hold `trigram`.
     pub fn retain_holding(&self, trigram: u32, ids: &mut Vec<u32>) {
-        let Some(index) = self.find(trigram) else {
-            ids.clear();
+        self.retain_located(self.locate(trigram), ids);
+    }
+
+    /// Keeps the `ids` (increasing) whose files are in the list `located`,
+    /// testing bits of a bitmap list and walking a varint list once,
+    /// without decoding it whole; a list that fails to decode or to be read
+    /// keeps every id.
+    pub fn retain_located(&self, located: Located, ids: &mut Vec<u32>) {
+        let at = match located {
+            Located::At(at) => at,
+            Located::Absent => {
+                ids.clear();
+                return;
+            }
+            Located::Unknown => return,
+        };
+        let Ok(list) = self.list(at) else {
             return;
         };
-        let (_, encoding, start, end) = self.entry(index);
-        let Some(list) = self
-            .section(Section::Postings)
-            .get(start as usize..end as usize)
-        else {
-            return;
-        };
-        if encoding == BITMAP {
+        if at.encoding == BITMAP {
             ids.retain(|&id| {
                 list.get(id as usize / 8)
                     .is_some_and(|byte| byte & (1 << (id % 8)) != 0)
             });
             return;
         }
-        if let Ok(holding) = self.varint_ids(list) {
+        if let Ok(holding) = self.varint_ids(&list) {
             ids.retain(|id| holding.binary_search(id).is_ok());
         }
     }
@@ -438,19 +554,54 @@ impl Segment {
 
 /// The crc32 of `span`'s bytes of `file` (whose map the header's spans
 /// were checked against), read through a buffer rather than the map.
-fn crc_of_read(mut file: &File, span: Span) -> std::io::Result<u32> {
+fn crc_of_read(file: &File, span: Span) -> std::io::Result<u32> {
     const BUFFER_BYTES: u64 = 256 * 1024;
     let mut hasher = crc32fast::Hasher::new();
-    file.seek(SeekFrom::Start(span.offset))?;
     let mut buffer = vec![0; span.length.min(BUFFER_BYTES) as usize];
-    let mut left = span.length;
-    while left > 0 {
-        let chunk = &mut buffer[..left.min(BUFFER_BYTES) as usize];
-        file.read_exact(chunk)?;
+    let mut done = 0;
+    while done < span.length {
+        let chunk = &mut buffer[..(span.length - done).min(BUFFER_BYTES) as usize];
+        read_exact_at(file, chunk, span.offset + done)?;
         hasher.update(chunk);
-        left -= chunk.len() as u64;
+        done += chunk.len() as u64;
     }
     Ok(hasher.finalize())
+}
+
+/// Fills `buffer` from `file` at `offset`, leaving the file's position
+/// alone: readers on several threads share one segment's file.
+fn read_exact_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
+    }
+    #[cfg(windows)]
+    {
+        // `seek_read` moves the position too, which no reader relies on.
+        let (mut buffer, mut offset) = (buffer, offset);
+        while !buffer.is_empty() {
+            match std::os::windows::fs::FileExt::seek_read(file, buffer, offset) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(read) => {
+                    buffer = &mut buffer[read..];
+                    offset += read as u64;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The encoding a lookup entry's key word gives (`u8::MAX` for a key whose
+/// unused bits are set).
+fn encoding_of(key: u32) -> u8 {
+    match key & !(TRIGRAM_LIMIT - 1) {
+        0 => VARINT,
+        LOOKUP_BITMAP_BIT => BITMAP,
+        _ => u8::MAX,
+    }
 }
 
 fn section_of<'a>(bytes: &'a [u8], header: &Header, section: Section) -> &'a [u8] {
@@ -528,7 +679,9 @@ mod tests {
     #[test]
     fn a_written_segment_reads_back_the_same() {
         let names = names(40);
-        let (_dir, path, stamp) = sample(&names, 50);
+        // Trigrams in several blocks of the lookup table, the last one short.
+        let trigrams = 3 * LOOKUP_BLOCK as u32 + 8;
+        let (_dir, path, stamp) = sample(&names, trigrams);
         let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
         assert_eq!(segment.file_count(), 40);
         for (id, name) in names.iter().enumerate() {
@@ -536,18 +689,20 @@ mod tests {
             assert_eq!(file.name, name);
             assert_eq!(file.stamp, stamp);
             assert_eq!(file.filter.is_some(), id % 4 == 0);
-            if let Some((case, words)) = file.filter {
-                assert_eq!(case, 1);
+            if let Some(at) = file.filter {
+                let words = segment.filter(at).unwrap();
+                assert_eq!(at.case, 1);
                 assert_eq!(words.len(), 32);
-                assert_eq!(u64_at(words, 8), 0x0123_4567_89ab_cdef);
+                assert_eq!(u64_at(&words, 8), 0x0123_4567_89ab_cdef);
             }
         }
         assert!(segment.file(40).is_none());
-        for t in 0..50 {
+        for t in 0..trigrams {
             let expected: Vec<u32> = (0..40).filter(|i| (t + i) % 3 == 0).collect();
             assert_eq!(segment.postings(t * 7).unwrap(), expected, "trigram {t}");
             assert!(segment.postings(t * 7 + 1).unwrap().is_empty());
         }
+        assert!(segment.postings(trigrams * 7).unwrap().is_empty());
         assert!(matches!(
             Segment::open(&File::open(&path).unwrap(), "/elsewhere"),
             Err(SegmentError::OtherRoot)
@@ -606,13 +761,24 @@ mod tests {
     /// Every read of a segment that opened: no panic, ids in range.
     fn read_everything(segment: &Segment) {
         for id in 0..segment.file_count() + 1 {
-            let _ = segment.file(id);
+            if let Some(at) = segment.file(id).and_then(|file| file.filter) {
+                let words = segment.filter(at).unwrap();
+                assert!((words.len() / 8).is_power_of_two());
+            }
         }
+        let well_formed = |ids: &[u32]| {
+            assert!(ids.iter().all(|&id| id < segment.file_count()));
+            assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        };
         for index in 0..segment.trigram_count() as usize {
             let (trigram, ..) = segment.entry(index);
             if let Ok(ids) = segment.postings(trigram) {
-                assert!(ids.iter().all(|&id| id < segment.file_count()));
-                assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+                well_formed(&ids);
+            }
+        }
+        for (_, ids) in segment.lists() {
+            if let Ok(ids) = ids {
+                well_formed(&ids);
             }
         }
     }
@@ -641,7 +807,8 @@ mod tests {
             reseal_after in any::<bool>(),
         ) {
             let names = names(30);
-            let (_dir, path, _) = sample(&names, 20);
+            // Two blocks of the lookup table.
+            let (_dir, path, _) = sample(&names, 100);
             let mut bytes = std::fs::read(&path).unwrap();
             let original = bytes.clone();
             for (at, value) in &flips {
@@ -659,6 +826,19 @@ mod tests {
             let mapped = Segment::open(&File::open(&path).unwrap(), ROOT);
             let held = Segment::from_bytes(bytes.clone(), ROOT);
             prop_assert_eq!(mapped.is_ok(), held.is_ok());
+            // Read from the file or from the heap: the same answers.
+            if let (Ok(mapped), Ok(held)) = (&mapped, &held) {
+                for trigram in 0..100 * 7 + 1 {
+                    prop_assert_eq!(mapped.postings(trigram).ok(), held.postings(trigram).ok());
+                }
+                for id in 0..held.file_count() {
+                    let filter = |segment: &Segment| {
+                        let at = segment.file(id)?.filter?;
+                        segment.filter(at).ok().map(Cow::into_owned)
+                    };
+                    prop_assert_eq!(filter(mapped), filter(held));
+                }
+            }
             for segment in [mapped, held].into_iter().flatten() {
                 // Without resealing, damage never gets past the checksums.
                 prop_assert!(reseal_after || bytes == original);
