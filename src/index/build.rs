@@ -68,9 +68,12 @@ pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + S
 /// about what indexing and watching that many folders costs.
 const MANY_FOLDERS: usize = 10_000;
 
-/// Names of files to read the build takes from the file list at a time: a
-/// copy of every name would cost as much again as the list's own names.
+/// Files the build takes from the file list at a time (a copy of every
+/// name would cost as much again as the list's own names), and read at once
+/// on two threads: at most this many, of at most `LISTED_BATCH_BYTES` (one
+/// file may be larger), so that what their reads hold stays bounded.
 const LISTED_BATCH: usize = 256;
+const LISTED_BATCH_BYTES: u64 = 2 * 1024 * 1024;
 
 /// What the build says once the index covers the tree (see
 /// `background.rs`, which logs it).
@@ -388,7 +391,10 @@ pub(super) fn index_contents(
 ) -> Option<Indexed> {
     let root_path = shared.gate.root();
     let root = super::segment::root_text(root_path);
-    let mut indexer = Indexer::default();
+    // Files are read on two threads, this one and a helper (see
+    // `read_batch`), each with its own buffers.
+    let mut readers = [Indexer::default(), Indexer::default()];
+    let mut helper_pacer = Pacer::default();
     let part_pairs = part_pairs(shared);
     // Filters are left out from the start unless the file list, trigrams
     // of about a tenth of the bytes (6-7 % measured on source trees; at
@@ -405,102 +411,124 @@ pub(super) fn index_contents(
     if without_filters {
         log_filters_left_out(shared.limit_bytes);
     }
-    indexer.without_filters = without_filters;
+    for reader in &mut readers {
+        reader.without_filters = without_filters;
+    }
     // Each file with several names, by the stamp its first name was read
     // with: its id, or `None` when the searcher would skip it.
     let mut linked: HashMap<Stamp, Option<u32>> = HashMap::new();
     let mut part = Part::new(0, part_pairs);
     let mut run = Run::default();
     let mut files_indexed = 0;
-    let mut batch = Vec::new().into_iter();
     let mut last: Option<String> = None;
     loop {
-        let Some(relative) = batch.next() else {
-            batch = match &*shared.state.lock().ok()? {
-                State::Ready(live) => live.tree.listed_after(last.as_deref(), LISTED_BATCH),
-                _ => return None,
+        let names = match &*shared.state.lock().ok()? {
+            State::Ready(live) => {
+                live.tree
+                    .listed_after(last.as_deref(), LISTED_BATCH, LISTED_BATCH_BYTES)
             }
-            .into_iter();
-            match batch.as_slice().last() {
-                Some(end) => last = Some(end.clone()),
-                None => break,
-            }
-            continue;
+            _ => return None,
         };
-        if shared.stopping() {
-            return None;
-        }
-        pacer.yield_to_calls(shared);
-        let (stamp, settled, read) =
-            indexer.read_unless_known(&shared.gate, &root_path.join(&relative), |stamp| {
-                Some(linked.get(stamp)?.map_or(Content::Skipped, Content::Linked))
-            });
-        let Some(stamp) = stamp.filter(|_| settled) else {
-            continue;
+        let Some(end) = names.last() else {
+            break;
         };
-        let content = match read {
-            Read::Content(Content::Linked(id)) => {
-                run.other_names.push((id, relative.clone(), stamp));
-                Content::Linked(id)
-            }
-            Read::Grams(grams) => {
-                // Sealed before it would outgrow its room, so that the
-                // pairs are never reallocated at twice the size.
-                if part.pairs() > 0 && part.pairs() + grams.trigrams.len() > part_pairs {
-                    let next = Part::new(part.first_id + part.lists.files(), part_pairs);
-                    run.push(std::mem::replace(&mut part, next), &root)?;
-                    if run.parts_bytes >= run_bytes {
-                        install_run(shared, pacer, &root, std::mem::take(&mut run), &mut writer)?;
+        last = Some(end.clone());
+        let reads = read_batch(
+            shared,
+            [&mut *pacer, &mut helper_pacer],
+            &mut readers,
+            &names,
+        )?;
+        for (relative, (stamp, settled, read)) in names.into_iter().zip(reads) {
+            let Some(stamp) = stamp.filter(|_| settled) else {
+                continue;
+            };
+            // Another name of a file read before is indexed under the first
+            // only (each name was read, the batch's files on two threads at
+            // once; it is set aside here). One the searcher changes is left as
+            // the read found it: a candidate.
+            let read = match linked.get(&stamp) {
+                Some(&first)
+                    if stamp.size() <= MAX_SEARCHED_BYTES
+                        && !matches!(read, Read::Content(Content::Always)) =>
+                {
+                    Read::Content(first.map_or(Content::Skipped, Content::Linked))
+                }
+                _ => read,
+            };
+            let content = match read {
+                Read::Content(Content::Linked(id)) => {
+                    run.other_names.push((id, relative.clone(), stamp));
+                    Content::Linked(id)
+                }
+                Read::Grams(grams) => {
+                    // Sealed before it would outgrow its room, so that the
+                    // pairs are never reallocated at twice the size.
+                    if part.pairs() > 0 && part.pairs() + grams.trigrams.len() > part_pairs {
+                        let next = Part::new(part.first_id + part.lists.files(), part_pairs);
+                        run.push(std::mem::replace(&mut part, next), &root)?;
+                        if run.parts_bytes >= run_bytes {
+                            install_run(
+                                shared,
+                                pacer,
+                                &root,
+                                std::mem::take(&mut run),
+                                &mut writer,
+                            )?;
+                        }
+                        // The sort's scratch is gone: without this, the
+                        // freed pages stay with the process until the end.
+                        return_freed_memory();
                     }
-                    // The sort's scratch is gone: without this, the
-                    // freed pages stay with the process until the end.
-                    return_freed_memory();
+                    files_indexed += 1;
+                    let id = part.add(&relative, stamp, grams);
+                    if stamp.linked_identity().is_some() {
+                        linked.insert(stamp, Some(id));
+                    }
+                    Content::Base(id)
                 }
-                files_indexed += 1;
-                let id = part.add(&relative, stamp, grams);
-                if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, Some(id));
+                // Never asked for: no text to compare with.
+                Read::Same(_) => Content::Always,
+                Read::Content(Content::Skipped) => {
+                    if stamp.linked_identity().is_some() {
+                        linked.insert(stamp, None);
+                    }
+                    Content::Skipped
                 }
-                Content::Base(id)
-            }
-            // Never asked for: no text to compare with.
-            Read::Same(_) => Content::Always,
-            Read::Content(Content::Skipped) => {
-                if stamp.linked_identity().is_some() {
-                    linked.insert(stamp, None);
+                Read::Content(other) => other,
+            };
+            run.files.push((relative, stamp, content));
+            let held = list_bytes + run.parts_bytes + part.pairs() * 16 + model_bytes(shared)?;
+            if held > shared.limit_bytes && !readers[0].without_filters {
+                // The filters go first: the trigrams alone still give exact
+                // answers.
+                for reader in &mut readers {
+                    reader.without_filters = true;
                 }
-                Content::Skipped
+                log_filters_left_out(shared.limit_bytes);
+                if let Ok(mut state) = shared.state.lock()
+                    && let State::Ready(live) = &mut *state
+                {
+                    live.drop_filters();
+                }
             }
-            Read::Content(other) => other,
-        };
-        run.files.push((relative, stamp, content));
-        let held = list_bytes + run.parts_bytes + part.pairs() * 16 + model_bytes(shared)?;
-        if held > shared.limit_bytes && !indexer.without_filters {
-            // The filters go first: the trigrams alone still give exact
-            // answers.
-            indexer.without_filters = true;
-            log_filters_left_out(shared.limit_bytes);
-            if let Ok(mut state) = shared.state.lock()
-                && let State::Ready(live) = &mut *state
-            {
-                live.drop_filters();
+            if held > shared.limit_bytes {
+                tracing::info!(
+                    "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
+                    shared.limit_bytes / (1024 * 1024)
+                );
+                return None;
             }
-        }
-        if held > shared.limit_bytes {
-            tracing::info!(
-                "index: the project needs more than the [index] max_memory_mb limit ({} MB); searches scan the tree",
-                shared.limit_bytes / (1024 * 1024)
-            );
-            return None;
         }
     }
     if !part.is_empty() {
         run.push(part, &root)?;
     }
-    let (bytes_read, without_filters) = (indexer.bytes_read, indexer.without_filters);
+    let bytes_read = readers.iter().map(|reader| reader.bytes_read).sum();
+    let without_filters = readers[0].without_filters;
     // Its buffers and the table of linked files go before the last join,
     // the build's peak.
-    drop(indexer);
+    drop(readers);
     drop(linked);
     install_run(shared, pacer, &root, run, &mut writer)?;
     Some(Indexed {
@@ -508,6 +536,52 @@ pub(super) fn index_contents(
         bytes_read,
         without_filters,
     })
+}
+
+/// What reading a file for the index found: its stamp, whether that can be
+/// trusted, and what it holds.
+type FileRead = (Option<Stamp>, bool, Read);
+
+/// Reads the files `names` on this thread and a helper at once (each file
+/// by the next thread free), each with its reader and pacer: both yield to
+/// calls, the helper at the build's lower priority too. Their reads, in
+/// the order of `names`; `None` when the server stops.
+fn read_batch(
+    shared: &Shared,
+    pacers: [&mut Pacer; 2],
+    readers: &mut [Indexer; 2],
+    names: &[String],
+) -> Option<Vec<FileRead>> {
+    let root = shared.gate.root();
+    let next = AtomicUsize::new(0);
+    let work = |reader: &mut Indexer, pacer: &mut Pacer| {
+        let mut done = Vec::new();
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            if at >= names.len() || shared.stopping() {
+                return done;
+            }
+            pacer.yield_to_calls(shared);
+            let path = root.join(&names[at]);
+            done.push((at, reader.read_unless_known(&shared.gate, &path, |_| None)));
+        }
+    };
+    let [mine, helpers] = readers;
+    let [my_pacer, helper_pacer] = pacers;
+    let (mut reads, theirs) = std::thread::scope(|scope| {
+        let helper = scope.spawn(|| {
+            lower_priority();
+            work(helpers, helper_pacer)
+        });
+        let mine = work(mine, my_pacer);
+        (mine, helper.join())
+    });
+    reads.extend(theirs.ok()?);
+    if reads.len() < names.len() {
+        return None;
+    }
+    reads.sort_unstable_by_key(|(at, _)| *at);
+    Some(reads.into_iter().map(|(_, read)| read).collect())
 }
 
 /// What the model holds now, in bytes; `None` once it is gone.

@@ -584,12 +584,14 @@ impl Tree {
         unchanged
     }
 
-    /// Up to `max` files the build has still to read ([`Content::Listed`],
-    /// their names UTF-8), in path order, after `after`.
-    pub fn listed_after(&self, after: Option<&str>, max: usize) -> Vec<String> {
+    /// The next files the build has to read ([`Content::Listed`], their
+    /// names UTF-8), in path order, after `after`: up to `max` of them, and
+    /// no more once their sizes reach `max_bytes`.
+    pub fn listed_after(&self, after: Option<&str>, max: usize, max_bytes: u64) -> Vec<String> {
         let from = after.map_or(Bound::Unbounded, |after| {
             Bound::Excluded(PathKey(after.to_string()))
         });
+        let mut bytes = 0;
         self.nodes
             .range((from, Bound::Unbounded))
             .filter(|(_, node)| {
@@ -597,8 +599,13 @@ impl Tree {
                     && !node.lossy
                     && matches!(node.content, Content::Listed)
             })
-            .map(|(key, _)| key.0.clone())
             .take(max)
+            .take_while(|(_, node)| {
+                let before = bytes;
+                bytes += node.size().unwrap_or(0);
+                before < max_bytes
+            })
+            .map(|(key, _)| key.0.clone())
             .collect()
     }
 
