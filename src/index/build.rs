@@ -70,10 +70,15 @@ const MANY_FOLDERS: usize = 10_000;
 
 /// Files the build takes from the file list at a time (a copy of every
 /// name would cost as much again as the list's own names), and read at once
-/// on two threads: at most this many, of at most `LISTED_BATCH_BYTES` (one
-/// file may be larger), so that what their reads hold stays bounded.
+/// on two threads: at most this many, of at most `LISTED_BATCH_BYTES` or a
+/// 128th of the memory limit (one file may be larger), so that what their
+/// reads hold stays bounded.
 const LISTED_BATCH: usize = 256;
 const LISTED_BATCH_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The smallest `[index] max_memory_mb` (in bytes) with room for a second
+/// reader's buffers (its 2 MiB trigram bitset and a file's bytes).
+const TWO_READERS_LIMIT: usize = 32 * 1024 * 1024;
 
 /// What the build says once the index covers the tree (see
 /// `background.rs`, which logs it).
@@ -392,9 +397,16 @@ pub(super) fn index_contents(
     let root_path = shared.gate.root();
     let root = super::segment::root_text(root_path);
     // Files are read on two threads, this one and a helper (see
-    // `read_batch`), each with its own buffers.
-    let mut readers = [Indexer::default(), Indexer::default()];
+    // `read_batch`), each with its own buffers, unless the memory limit is
+    // too small to spare the second thread's.
+    let threads = if shared.limit_bytes >= TWO_READERS_LIMIT {
+        2
+    } else {
+        1
+    };
+    let mut readers: Vec<Indexer> = (0..threads).map(|_| Indexer::default()).collect();
     let mut helper_pacer = Pacer::default();
+    let batch_bytes = LISTED_BATCH_BYTES.min(shared.limit_bytes as u64 / 128);
     let part_pairs = part_pairs(shared);
     // Filters are left out from the start unless the file list, trigrams
     // of about a tenth of the bytes (6-7 % measured on source trees; at
@@ -425,7 +437,7 @@ pub(super) fn index_contents(
         let names = match &*shared.state.lock().ok()? {
             State::Ready(live) => {
                 live.tree
-                    .listed_after(last.as_deref(), LISTED_BATCH, LISTED_BATCH_BYTES)
+                    .listed_after(last.as_deref(), LISTED_BATCH, batch_bytes)
             }
             _ => return None,
         };
@@ -435,8 +447,8 @@ pub(super) fn index_contents(
         last = Some(end.clone());
         let reads = read_batch(
             shared,
-            [&mut *pacer, &mut helper_pacer],
             &mut readers,
+            [&mut *pacer, &mut helper_pacer],
             &names,
         )?;
         for (relative, (stamp, settled, read)) in names.into_iter().zip(reads) {
@@ -530,6 +542,9 @@ pub(super) fn index_contents(
     // the build's peak.
     drop(readers);
     drop(linked);
+    // The helper thread's buffers went back to the arena they came from,
+    // which only a trim gives back to the system.
+    return_freed_memory();
     install_run(shared, pacer, &root, run, &mut writer)?;
     Some(Indexed {
         files_indexed,
@@ -542,14 +557,15 @@ pub(super) fn index_contents(
 /// trusted, and what it holds.
 type FileRead = (Option<Stamp>, bool, Read);
 
-/// Reads the files `names` on this thread and a helper at once (each file
-/// by the next thread free), each with its reader and pacer: both yield to
-/// calls, the helper at the build's lower priority too. Their reads, in
-/// the order of `names`; `None` when the server stops.
+/// Reads the files `names` on this thread and, with a second reader, a
+/// helper at once (each file by the next thread free), each thread with
+/// its reader and pacer: both yield to calls, the helper at the build's
+/// lower priority too. Their reads, in the order of `names`; `None` when
+/// the server stops.
 fn read_batch(
     shared: &Shared,
+    readers: &mut [Indexer],
     pacers: [&mut Pacer; 2],
-    readers: &mut [Indexer; 2],
     names: &[String],
 ) -> Option<Vec<FileRead>> {
     let root = shared.gate.root();
@@ -566,17 +582,22 @@ fn read_batch(
             done.push((at, reader.read_unless_known(&shared.gate, &path, |_| None)));
         }
     };
-    let [mine, helpers] = readers;
     let [my_pacer, helper_pacer] = pacers;
-    let (mut reads, theirs) = std::thread::scope(|scope| {
-        let helper = scope.spawn(|| {
-            lower_priority();
-            work(helpers, helper_pacer)
-        });
-        let mine = work(mine, my_pacer);
-        (mine, helper.join())
-    });
-    reads.extend(theirs.ok()?);
+    let mut reads = match readers {
+        [mine] => work(mine, my_pacer),
+        [mine, helpers] => {
+            let (mut mine, theirs) = std::thread::scope(|scope| {
+                let helper = scope.spawn(|| {
+                    lower_priority();
+                    work(helpers, helper_pacer)
+                });
+                (work(mine, my_pacer), helper.join())
+            });
+            mine.extend(theirs.ok()?);
+            mine
+        }
+        _ => return None,
+    };
     if reads.len() < names.len() {
         return None;
     }
