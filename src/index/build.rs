@@ -74,7 +74,7 @@ const MANY_FOLDERS: usize = 10_000;
 /// 128th of the memory limit (one file may be larger), so that what their
 /// reads hold stays bounded.
 const LISTED_BATCH: usize = 256;
-const LISTED_BATCH_BYTES: u64 = 2 * 1024 * 1024;
+const LISTED_BATCH_BYTES: u64 = 1024 * 1024;
 
 /// The smallest `[index] max_memory_mb` (in bytes) with room for a second
 /// reader's buffers (its 2 MiB trigram bitset and a file's bytes).
