@@ -252,13 +252,8 @@ fn read_into_layer(
         pacer.yield_to_calls(shared);
         let path = root.join(&relative);
         let hashes: Vec<ContentHash> = versions.iter().map(|(_, hash)| *hash).collect();
-        let (now, trusted, read) = indexer.read_after(
-            &shared.gate,
-            &path,
-            Some((stamp, first_seen)),
-            &hashes,
-            |_| None,
-        );
+        let (now, trusted, read) =
+            indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), &hashes);
         match read {
             Read::Same(at) if now == Some(stamp) && trusted => {
                 same.push((relative, stamp, versions[at]));

@@ -579,7 +579,7 @@ fn read_batch(
             }
             pacer.yield_to_calls(shared);
             let path = root.join(&names[at]);
-            done.push((at, reader.read_unless_known(&shared.gate, &path, |_| None)));
+            done.push((at, reader.read(&shared.gate, &path)));
         }
     };
     let [my_pacer, helper_pacer] = pacers;

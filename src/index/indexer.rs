@@ -38,20 +38,12 @@ impl Indexer {
     /// Opens and reads the file at `path` (never following a symlink, never
     /// blocking on a FIFO) and returns its stamp, whether that stamp can be
     /// trusted, and what the index is to know of its contents: its grams
-    /// (distinct trigrams, in no order) when the file is indexable. A file
-    /// `known_content` knows by its trusted stamp (another name of a file
-    /// read before) is not read again: `known_content`'s answer is its
-    /// content.
-    pub(super) fn read_unless_known(
-        &mut self,
-        gate: &PathGate,
-        path: &Path,
-        known_content: impl FnOnce(&Stamp) -> Option<Content>,
-    ) -> (Option<Stamp>, bool, Read) {
-        self.read_after(gate, path, None, &[], known_content)
+    /// (distinct trigrams, in no order) when the file is indexable.
+    pub(super) fn read(&mut self, gate: &PathGate, path: &Path) -> (Option<Stamp>, bool, Read) {
+        self.read_after(gate, path, None, &[])
     }
 
-    /// [`Indexer::read_unless_known`] of a file whose stamp `earlier` was
+    /// [`Indexer::read`] of a file whose stamp `earlier` was
     /// first seen at the time it gives: the same stamp seen again a tick's
     /// doubt later is trusted, and the contents read now with it. A text
     /// that hashes to one of `same_as` is [`Read::Same`], its trigrams not
@@ -62,7 +54,6 @@ impl Indexer {
         path: &Path,
         earlier: Option<(Stamp, SystemTime)>,
         same_as: &[ContentHash],
-        known_content: impl FnOnce(&Stamp) -> Option<Content>,
     ) -> (Option<Stamp>, bool, Read) {
         let seen_at = SystemTime::now();
         let trusted = |stamp: &Stamp| {
@@ -91,9 +82,6 @@ impl Indexer {
         }
         if metadata.len() > MAX_SEARCHED_BYTES {
             return answer(Content::Skipped);
-        }
-        if let Some(content) = known_content(&stamp) {
-            return answer(content);
         }
         let Some(length) = read_searchable(&mut file, metadata.len(), &mut self.buffer) else {
             return answer(Content::Always);
@@ -148,8 +136,7 @@ mod tests {
         files
             .iter()
             .map(|(name, _)| {
-                let (stamp, settled, content) =
-                    indexer.read_unless_known(&gate, &root.join(name), |_| None);
+                let (stamp, settled, content) = indexer.read(&gate, &root.join(name));
                 assert!(stamp.is_some() && settled, "{name}");
                 (name.to_string(), content)
             })

@@ -105,7 +105,6 @@ impl Scrub {
                 &root.join(&sample.name),
                 Some((sample.stamp, first_seen)),
                 &[],
-                |_| None,
             );
             if now != Some(sample.stamp) || !trusted {
                 // Changed since: the change feed (or a sweep) has it.
