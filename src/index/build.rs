@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::base::{BaseIndex, Layer};
-use super::cache::{Committed, segment_bound};
+use super::cache::{CacheError, Committed, segment_bound};
 use super::indexer::{Indexer, Read};
 use super::live::Live;
 use super::merge::{FULL_BYTES, Input, merge};
@@ -327,15 +327,7 @@ fn join(root: &str, mut parts: Vec<Segment>, pause: &mut dyn FnMut()) -> Option<
     if parts.len() == 1 {
         return parts.pop();
     }
-    let inputs: Vec<Input> = parts
-        .iter()
-        .map(|segment| Input {
-            segment,
-            alive: vec![true; segment.file_count() as usize],
-            stamps: Vec::new(),
-        })
-        .collect();
-    let joined = merge(root, &inputs, false, pause)
+    let joined = merge(root, &join_inputs(&parts), false, pause)
         .and_then(|merged| Segment::from_bytes(merged.bytes, root));
     match joined {
         Ok(segment) => Some(segment),
@@ -344,6 +336,18 @@ fn join(root: &str, mut parts: Vec<Segment>, pause: &mut dyn FnMut()) -> Option<
             None
         }
     }
+}
+
+/// A run's parts as the inputs of their join: every file alive.
+fn join_inputs(parts: &[Segment]) -> Vec<Input<'_>> {
+    parts
+        .iter()
+        .map(|segment| Input {
+            segment,
+            alive: vec![true; segment.file_count() as usize],
+            stamps: Vec::new(),
+        })
+        .collect()
 }
 
 /// What indexing the listed files found.
@@ -633,30 +637,7 @@ fn install_run(
     } = run;
     let layer = match parts.is_empty() {
         true => None,
-        false => {
-            let joined = join(root, parts, &mut || pacer.yield_to_calls(shared))?;
-            let mut layer = Layer {
-                first_id,
-                segment: Arc::new(joined),
-                stored: None,
-            };
-            if let Some(into) = writer.as_deref_mut() {
-                match into.store(&layer.segment) {
-                    Ok((name, mapped)) => {
-                        layer.segment = Arc::new(mapped);
-                        layer.stored = Some(name);
-                    }
-                    Err(error) => {
-                        tracing::info!(
-                            "index cache: not written ({error}); the index stays in memory"
-                        );
-                        shared.cache_given_up.store(true, Ordering::Relaxed);
-                        *writer = None;
-                    }
-                }
-            }
-            Some(layer)
-        }
+        false => Some(run_layer(shared, pacer, root, first_id, parts, writer)?),
     };
     let mut state = shared.state.lock().ok()?;
     let State::Ready(live) = &mut *state else {
@@ -671,6 +652,57 @@ fn install_run(
     live.base.seal();
     adopt_all(live, files);
     Some(())
+}
+
+/// `parts` (not empty) as one layer from `first_id` on: joined straight
+/// into a file of the cache when a `writer` is held (one that fails is let
+/// go), else on the heap, and then written to the cache when it can be.
+/// `None` when the parts cannot be joined.
+fn run_layer(
+    shared: &Shared,
+    pacer: &mut Pacer,
+    root: &str,
+    first_id: u32,
+    parts: Vec<Segment>,
+    writer: &mut Option<&mut SegmentWriter>,
+) -> Option<Layer> {
+    if parts.len() > 1
+        && let Some(into) = writer.as_deref_mut()
+    {
+        match into.store_merged(&join_inputs(&parts), &mut || pacer.yield_to_calls(shared)) {
+            Ok((name, mapped)) => {
+                return Some(Layer {
+                    first_id,
+                    segment: Arc::new(mapped),
+                    stored: Some(name),
+                });
+            }
+            Err(error) => give_up_cache(shared, writer, &error),
+        }
+    }
+    let joined = join(root, parts, &mut || pacer.yield_to_calls(shared))?;
+    let mut layer = Layer {
+        first_id,
+        segment: Arc::new(joined),
+        stored: None,
+    };
+    if let Some(into) = writer.as_deref_mut() {
+        match into.store(&layer.segment) {
+            Ok((name, mapped)) => {
+                layer.segment = Arc::new(mapped);
+                layer.stored = Some(name);
+            }
+            Err(error) => give_up_cache(shared, writer, &error),
+        }
+    }
+    Some(layer)
+}
+
+/// Lets a failed `writer` go: the index stays in memory.
+fn give_up_cache(shared: &Shared, writer: &mut Option<&mut SegmentWriter>, error: &CacheError) {
+    tracing::info!("index cache: not written ({error}); the index stays in memory");
+    shared.cache_given_up.store(true, Ordering::Relaxed);
+    *writer = None;
 }
 
 /// Walks the root into a file list (contents not read yet), with the change

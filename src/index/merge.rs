@@ -190,6 +190,24 @@ pub(super) fn merge(
     drop_filters: bool,
     pause: &mut dyn FnMut(),
 ) -> Result<Merged, SegmentError> {
+    let (bytes, sources) = merge_into(inputs, drop_filters, pause, |records, lists| {
+        encode(root, records, lists)
+    })?;
+    Ok(Merged { bytes, sources })
+}
+
+/// Merges `inputs` as [`merge`] does, handing the merged files and lists
+/// to `encode` (which may write them straight to a file): what it returns,
+/// and where each new file came from.
+pub(super) fn merge_into<T>(
+    inputs: &[Input],
+    drop_filters: bool,
+    pause: &mut dyn FnMut(),
+    encode: impl FnOnce(
+        &[FileRecord],
+        &mut dyn Iterator<Item = (u32, Vec<u32>)>,
+    ) -> Result<T, SegmentError>,
+) -> Result<(T, Vec<(usize, u32)>), SegmentError> {
     // The live files in path order, and each input's map to new ids.
     let mut maps: Vec<Vec<u32>> = inputs
         .iter()
@@ -248,11 +266,12 @@ pub(super) fn merge(
         });
     }
     let failed = RefCell::new(None);
-    let lists = MergedLists::new(inputs, &maps, &failed, pause);
-    let bytes = encode(root, &records, lists)?;
+    let mut lists = MergedLists::new(inputs, &maps, &failed, pause);
+    let encoded = encode(&records, &mut lists)?;
+    drop(lists);
     match failed.into_inner() {
         Some(error) => Err(error),
-        None => Ok(Merged { bytes, sources }),
+        None => Ok((encoded, sources)),
     }
 }
 

@@ -8,7 +8,8 @@
 use std::time::Instant;
 
 use super::cache::{CacheError, Committed, RootCache, WriterLock, evict_over_budget};
-use super::segment::Segment;
+use super::merge::{Input, merge_into};
+use super::segment::{Segment, write_segment};
 
 pub(super) struct SegmentWriter<'a> {
     cache: &'a RootCache,
@@ -68,6 +69,35 @@ impl<'a> SegmentWriter<'a> {
             });
         }
         let name = self.cache.store_segment(&self.lock, bytes)?;
+        let mapped = self.cache.open_segment(&name, u64::MAX)?;
+        Ok((name, mapped))
+    }
+
+    /// Merges `inputs` straight into a new segment file of the cache (no
+    /// copy of it on the heap) and maps it, as [`SegmentWriter::store`]
+    /// does with a segment made on the heap.
+    pub(super) fn store_merged(
+        &mut self,
+        inputs: &[Input],
+        pause: &mut dyn FnMut(),
+    ) -> Result<(String, Segment), CacheError> {
+        let (name, ()) = self
+            .cache
+            .write_segment_with(&self.lock, |folder, name, root| {
+                merge_into(inputs, false, pause, |records, lists| {
+                    write_segment(folder, name, root, records, lists)
+                })
+                .map(|_| ())
+            })?;
+        let path = self.cache.folder().join(&name);
+        let bytes = std::fs::metadata(&path).map_or(0, |metadata| metadata.len());
+        self.written_bytes = self.written_bytes.saturating_add(bytes);
+        if self.written_bytes > self.max_disk_bytes {
+            self.cache.commit(&self.lock, &[])?;
+            return Err(CacheError::OverBudget {
+                budget: self.max_disk_bytes,
+            });
+        }
         let mapped = self.cache.open_segment(&name, u64::MAX)?;
         Ok((name, mapped))
     }

@@ -327,18 +327,33 @@ impl RootCache {
     /// Writes a new segment (not yet committed) and returns its name.
     pub fn write_segment(
         &self,
-        _lock: &WriterLock,
+        lock: &WriterLock,
         files: &[FileRecord],
         postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
     ) -> Result<String, CacheError> {
-        let name = new_segment_name();
-        write_segment(&self.folder, &name, &self.root, files, postings).map_err(|source| {
-            CacheError::Segment {
-                path: self.folder.join(&name),
-                source,
-            }
+        let (name, _) = self.write_segment_with(lock, |folder, name, root| {
+            write_segment(folder, name, root, files, postings)
         })?;
         Ok(name)
+    }
+
+    /// Has `write` write a new segment (not yet committed), given the cache
+    /// folder, the segment's file name and the root: the name and what
+    /// `write` returned. A segment `write` fails on is removed.
+    pub fn write_segment_with<T>(
+        &self,
+        _lock: &WriterLock,
+        write: impl FnOnce(&Path, &str, &str) -> Result<T, SegmentError>,
+    ) -> Result<(String, T), CacheError> {
+        let name = new_segment_name();
+        match write(&self.folder, &name, &self.root) {
+            Ok(written) => Ok((name, written)),
+            Err(source) => {
+                let path = self.folder.join(&name);
+                let _ = std::fs::remove_file(&path);
+                Err(CacheError::Segment { path, source })
+            }
+        }
     }
 
     /// Makes `segments` the committed set, then removes the segments and

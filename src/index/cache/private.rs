@@ -176,13 +176,25 @@ pub fn replace(from: &Path, to: &Path) -> io::Result<()> {
 /// Writes `bytes` as `dir/file_name` through a synced temporary file.
 pub fn write_atomically(dir: &Path, file_name: &str, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
+    write_atomically_with(dir, file_name, |file| file.write_all(bytes))
+}
+
+/// Has `write` fill a new temporary file, then makes it `dir/file_name`,
+/// synced; on any failure the temporary file is removed.
+pub fn write_atomically_with<E: From<io::Error>>(
+    dir: &Path,
+    file_name: &str,
+    write: impl FnOnce(&mut File) -> Result<(), E>,
+) -> Result<(), E> {
     let temporary = temporary_path(dir, file_name);
-    let written = create_new_file(&temporary).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        replace(&temporary, &dir.join(file_name))
-    });
+    let written = create_new_file(&temporary)
+        .map_err(E::from)
+        .and_then(|mut file| {
+            write(&mut file)?;
+            file.sync_all()?;
+            drop(file);
+            Ok(replace(&temporary, &dir.join(file_name))?)
+        });
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }

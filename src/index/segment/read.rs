@@ -677,6 +677,25 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_streamed_to_its_file_is_the_one_encoded_in_memory() {
+        // Lists of several MiB: the file is written through many fills of
+        // its buffer, the header last.
+        let names = names(2000);
+        let stamp = Stamp::from_bytes(&[7; Stamp::BYTES]);
+        let files =
+            unfiltered_records(&names.iter().map(String::as_str).collect::<Vec<_>>(), stamp);
+        let lists =
+            || (0..20_000u32).map(|t| (t, (t % 7..2000).step_by(3 + t as usize % 5).collect()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_segment(dir.path(), "seg", ROOT, &files, lists()).unwrap();
+        let in_memory = super::super::encode(ROOT, &files, lists()).unwrap();
+        assert!(in_memory.len() > 4 * 1024 * 1024, "{}", in_memory.len());
+        assert!(std::fs::read(&path).unwrap() == in_memory);
+        // Only the segment is left: no temporary file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
     fn a_written_segment_reads_back_the_same() {
         let names = names(40);
         // Trigrams in several blocks of the lookup table, the last one short.

@@ -1,15 +1,17 @@
-//! Encodes a segment, in memory: the one form of a posting list, whether
-//! the segment stays on the heap or is written to the cache folder (to a
-//! new temporary file, synced, then renamed into place, so that no reader
-//! ever maps half a segment).
+//! Encodes a segment: the one form of a posting list, whether the segment
+//! stays on the heap or is written to the cache folder (streamed to a new
+//! temporary file, synced, then renamed into place, so that no reader ever
+//! maps half a segment, and no copy of it is held on the heap).
 
 use std::borrow::Cow;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::ContentHash;
 use super::format::{
-    BITMAP, HAS_FILTER, Header, LOOKUP_BITMAP_BIT, LOOKUP_BYTES, MAX_NAME_BYTES, SECTIONS, Section,
-    SegmentError, Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name, write_varint,
+    BITMAP, HAS_FILTER, HEADER_BYTES, Header, LOOKUP_BITMAP_BIT, LOOKUP_BYTES, MAX_NAME_BYTES,
+    SECTIONS, Section, SegmentError, Span, TRIGRAM_LIMIT, VARINT, in_path_order, is_valid_name,
+    write_varint,
 };
 use crate::index::cache::private;
 use crate::walk::Stamp;
@@ -46,9 +48,14 @@ pub struct FileRecord<'a> {
     pub filter: Option<FilterBits<'a>>,
 }
 
+/// What a segment written to a file is buffered by: its sections go out
+/// as they are encoded.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
 /// Writes the segment of `files` (in strict path order) and `postings`
 /// (trigrams in increasing order, each with its files' ids, increasing) as
-/// `dir/file_name`, replacing any file of that name. Returns its path.
+/// `dir/file_name`, replacing any file of that name, encoding it straight
+/// into the file. Returns its path.
 pub fn write_segment(
     dir: &Path,
     file_name: &str,
@@ -56,8 +63,17 @@ pub fn write_segment(
     files: &[FileRecord],
     postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
 ) -> Result<PathBuf, SegmentError> {
-    let bytes = encode(root, files, postings)?;
-    store(dir, file_name, &bytes)
+    check_files(files)?;
+    private::write_atomically_with(dir, file_name, |file| {
+        let out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
+        let (out, header) = write_all(root, files, postings, out)?;
+        let file = out.into_inner().map_err(|error| error.into_error())?;
+        // The header, its spans known only now, over its placeholder.
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&header)?;
+        Ok::<_, SegmentError>(())
+    })?;
+    Ok(dir.join(file_name))
 }
 
 /// Writes a segment's bytes as `dir/file_name` through a synced
@@ -76,7 +92,11 @@ pub fn encode(
     postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
 ) -> Result<Vec<u8>, SegmentError> {
     check_files(files)?;
-    write_all(root, files, postings)
+    let (mut bytes, header) = write_all(root, files, postings, Vec::new())?;
+    bytes[..header.len()].copy_from_slice(&header);
+    // It may be kept on the heap for long: no room to spare.
+    bytes.shrink_to_fit();
+    Ok(bytes)
 }
 
 fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
@@ -105,20 +125,21 @@ fn check_files(files: &[FileRecord]) -> Result<(), SegmentError> {
     Ok(())
 }
 
-/// A segment being encoded, with the position and checksum of the
-/// section in progress.
-struct Sink {
-    out: Vec<u8>,
+/// A segment being encoded into `out`, with the position and checksum of
+/// the section in progress.
+struct Sink<W> {
+    out: W,
     position: u64,
     section_start: u64,
     crc: crc32fast::Hasher,
 }
 
-impl Sink {
-    fn write(&mut self, bytes: &[u8]) {
-        self.out.extend_from_slice(bytes);
+impl<W: Write> Sink<W> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), SegmentError> {
+        self.out.write_all(bytes)?;
         self.crc.update(bytes);
         self.position += bytes.len() as u64;
+        Ok(())
     }
 
     fn finish_section(&mut self) -> Span {
@@ -133,26 +154,29 @@ impl Sink {
     }
 }
 
-fn write_all(
+/// Encodes the segment into `out`, its header a placeholder: returns `out`
+/// and the header to write over it.
+fn write_all<W: Write>(
     root: &str,
     files: &[FileRecord],
     postings: impl IntoIterator<Item = (u32, Vec<u32>)>,
-) -> Result<Vec<u8>, SegmentError> {
+    out: W,
+) -> Result<(W, [u8; HEADER_BYTES]), SegmentError> {
     let mut header = Header {
         files: files.len() as u32,
         ..Header::default()
     };
     let mut sink = Sink {
-        out: Vec::new(),
+        out,
         position: 0,
         section_start: 0,
         crc: crc32fast::Hasher::new(),
     };
-    sink.write(&header.encode());
+    sink.write(&header.encode())?;
     sink.finish_section();
     let mut spans = Vec::with_capacity(SECTIONS.len());
 
-    sink.write(root.as_bytes());
+    sink.write(root.as_bytes())?;
     spans.push(sink.finish_section());
 
     let (mut name_offset, mut filter_offset) = (0u64, 0u64);
@@ -170,19 +194,19 @@ fn write_all(
         record.extend_from_slice(&(words as u32).to_le_bytes());
         record.extend_from_slice(&[0; 4]);
         record.extend_from_slice(&file.hash.0);
-        sink.write(&record);
+        sink.write(&record)?;
         name_offset += file.name.len() as u64;
         filter_offset += words as u64 * 8;
     }
     spans.push(sink.finish_section());
 
     for file in files {
-        sink.write(file.name.as_bytes());
+        sink.write(file.name.as_bytes())?;
     }
     spans.push(sink.finish_section());
 
     for filter in files.iter().filter_map(|file| file.filter.as_ref()) {
-        sink.write(&filter.bytes);
+        sink.write(&filter.bytes)?;
     }
     spans.push(sink.finish_section());
 
@@ -220,7 +244,7 @@ fn write_all(
         } else {
             VARINT
         };
-        sink.write(&list);
+        sink.write(&list)?;
         let key = match encoding {
             BITMAP => trigram | LOOKUP_BITMAP_BIT,
             _ => trigram,
@@ -235,21 +259,14 @@ fn write_all(
     spans.push(sink.finish_section());
 
     debug_assert_eq!(lookup.len(), header.trigrams as usize * LOOKUP_BYTES);
-    sink.write(&lookup);
+    sink.write(&lookup)?;
     spans.push(sink.finish_section());
 
     for (section, span) in SECTIONS.iter().zip(spans) {
         header.spans[*section as usize] = span;
     }
-    debug_assert_eq!(
-        header.span(Section::Root).offset,
-        super::format::HEADER_BYTES as u64
-    );
-    let mut bytes = sink.out;
-    bytes[..super::format::HEADER_BYTES].copy_from_slice(&header.encode());
-    // It may be kept on the heap for long: no room to spare.
-    bytes.shrink_to_fit();
-    Ok(bytes)
+    debug_assert_eq!(header.span(Section::Root).offset, HEADER_BYTES as u64);
+    Ok((sink.out, header.encode()))
 }
 
 fn offset_u32(offset: u64) -> Result<u32, SegmentError> {
