@@ -17,7 +17,7 @@ use super::ngram::{FileGrams, GramFilter};
 use super::os::{log_filters_left_out, lower_priority, return_freed_memory};
 use super::pacer::Pacer;
 use super::postings::ListBuilder;
-use super::restore::{Restored, restore};
+use super::restore::{Restored, mostly_current, open_committed, restore};
 use super::save::SegmentWriter;
 use super::segment::{ContentHash, FileRecord, FilterBits, Segment, encode};
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
@@ -96,6 +96,21 @@ pub(super) struct Built {
 pub(super) fn build(shared: &Shared) -> Option<Built> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
+    let cache = shared.cache.get();
+    let opened = match cache {
+        Some((cache, _)) if shared.restoring.load(Ordering::Acquire) => {
+            open_committed(cache, cache_budget(shared))
+        }
+        _ => None,
+    };
+    if let Some(opened) = &opened
+        && !mostly_current(opened, shared.gate.root())
+    {
+        tracing::debug!(
+            "index cache: most of a sample of its files changed since it was written; calls scan until it serves"
+        );
+        release_calls(shared);
+    }
     let (mut live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms, {} bytes held ({} an entry)",
@@ -112,11 +127,10 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
         );
     }
     let list_bytes = live.bytes();
-    let cache = shared.cache.get();
-    if let Some((cache, _)) = cache
-        && shared.restoring.load(Ordering::Acquire)
+    if let (Some((cache, _)), Some(opened)) = (cache, opened)
         && let Some(restored) = restore(
             cache,
+            opened,
             &mut live,
             segment_bound(listed.files as u64, listed.bytes).min(cache_budget(shared)),
         )
@@ -125,7 +139,7 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     }
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     // The cache could not be used: this is a build after all.
-    serving(shared);
+    release_calls(shared);
     let budget = cache_budget(shared);
     let mut writer = cache.and_then(|(cache, _)| SegmentWriter::open(cache, budget, 0));
     let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
@@ -217,7 +231,7 @@ fn serve_from_cache(
         restored.unchanged
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
-    serving(shared);
+    release_calls(shared);
     Some(Built { summary, started })
 }
 
@@ -814,11 +828,15 @@ pub(super) struct Listed {
     pub(super) filter_bytes: usize,
 }
 
-/// The model answers calls now: calls waiting for the restore go on, and
-/// what the build does from here on runs at the lowest priority.
-fn serving(shared: &Shared) {
-    shared.restoring.store(false, Ordering::Release);
-    shared.left_building.notify_all();
+/// Calls waiting for the restore go on (the model answers them now, or
+/// they scan until it does), and what the build does from here on runs at
+/// the lowest priority.
+fn release_calls(shared: &Shared) {
+    // Under the lock a waiting call checks the flag with: none misses it.
+    if let Ok(_state) = shared.state.lock() {
+        shared.restoring.store(false, Ordering::Release);
+        shared.left_building.notify_all();
+    }
     lower_priority();
 }
 

@@ -764,6 +764,56 @@ mod tests {
     }
 
     #[test]
+    fn a_call_does_not_wait_for_the_restore_of_an_index_whose_files_mostly_changed() {
+        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 2000 }, 9);
+        let cache_dir = tempfile::tempdir().unwrap();
+        let config = IndexCacheConfig {
+            cache_dir: Some(cache_dir.path().to_path_buf()),
+            ..IndexCacheConfig::default()
+        };
+        std::thread::sleep(Duration::from_millis(250));
+        let first = TreeModel::new(&gate, &IndexConfig::default());
+        first.keep_on_disk(&config);
+        first.start();
+        wait_until_settled(&first);
+        drop(first);
+        // Every file's stamp moves, its text kept (as after a `chmod -R`).
+        let earlier = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let entries = walk::walk(
+            &gate,
+            &gate.resolve(".").unwrap(),
+            None,
+            &WalkOptions::default(),
+        );
+        let mut files = 0;
+        for entry in entries.unwrap() {
+            if entry.kind == EntryKind::File {
+                let path = gate.root().join(&entry.relative);
+                let file = fs::File::options().write(true).open(path).unwrap();
+                file.set_modified(earlier).unwrap();
+                files += 1;
+            }
+        }
+        assert!(files >= 80, "{files}");
+        let second = TreeModel::new(&gate, &IndexConfig::default());
+        second.keep_on_disk(&config);
+        second.start();
+        assert!(format!("{second:?}").contains("building"), "{second:?}");
+        let query = ContentQuery::literal("needle");
+        let start = gate.resolve(".").unwrap();
+        assert!(
+            second.candidates(&start, &query.hir()).is_none(),
+            "the call waited for the restore instead of walking"
+        );
+        wait_until_settled(&second);
+        let answer = second.candidates(&start, &query.hir());
+        let found: Vec<String> = answer.unwrap().into_iter().map(|e| e.relative).collect();
+        for path in true_matches(&gate, &query) {
+            assert!(found.contains(&path), "misses {path}");
+        }
+    }
+
+    #[test]
     fn files_too_new_to_trust_at_build_time_are_indexed_by_the_background_without_a_call() {
         let (_dir, root) = crate::security::temp_root(&[
             ("new.txt", "fresh_word\n".to_string()),

@@ -6,6 +6,7 @@
 //! candidates until the background reads them into new layers. Nothing is
 //! read again because much changed: only what changed is read.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,6 +14,7 @@ use super::base::{BaseIndex, Layer};
 use super::cache::RootCache;
 use super::live::Live;
 use super::tree::Content;
+use crate::walk::Stamp;
 
 /// What the sweep found.
 pub(super) struct Restored {
@@ -28,13 +30,17 @@ fn id_room(files: u64) -> u64 {
     2 * files + 1024
 }
 
-/// Installs the committed segments of `cache` as `live`'s layers; `None`
-/// (and `live` untouched) when there are none or they are unusable. The
-/// segments together may take at most `max_bytes` (what an index of the
-/// tree just listed can hold, within the disk budget): a larger one is
-/// refused before it is read.
-pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Option<Restored> {
-    let started = Instant::now();
+/// The committed segments of a root's cache, opened and checked, each a
+/// layer with its dead ids.
+pub(super) struct Opened {
+    layers: Vec<(Layer, Vec<std::ops::Range<u32>>)>,
+    bytes: u64,
+}
+
+/// Opens the committed segments of `cache`; `None` when there are none or
+/// they are unusable. Together they may take at most `max_bytes` (the disk
+/// budget): a larger one is refused before it is read.
+pub(super) fn open_committed(cache: &RootCache, max_bytes: u64) -> Option<Opened> {
     // A folder someone else owns, or a link, is never read (in a shared
     // XDG_CACHE_HOME another user could plant one).
     if let Err(error) = cache.create() {
@@ -52,13 +58,13 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
         return None;
     }
     let mut layers = Vec::with_capacity(committed.len());
-    let mut room = max_bytes;
+    let mut bytes = 0u64;
     for segment in &committed {
-        match cache.open_segment(&segment.name, room) {
+        match cache.open_segment(&segment.name, max_bytes.saturating_sub(bytes)) {
             // A segment of no file holds nothing to serve.
             Ok(opened) if opened.file_count() == 0 => {}
             Ok(opened) => {
-                room = room.saturating_sub(opened.bytes() as u64);
+                bytes = bytes.saturating_add(opened.bytes() as u64);
                 if segment
                     .dead
                     .last()
@@ -88,6 +94,63 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
         );
         return None;
     }
+    Some(Opened { layers, bytes })
+}
+
+/// Files of the committed index whose stamps are compared with the tree's
+/// before the walk, spread evenly over its live files.
+const SAMPLE_FILES: u64 = 64;
+
+/// Whether most of `opened`'s live files still have the stamps it
+/// recorded, judged by a stat of a sample of them under `root`: when they
+/// do not (a `chmod -R`, or a checkout of most files while no server ran),
+/// every file is a candidate until the background has read it again, and a
+/// call scans sooner than it could wait for the walk and the sweep. Names
+/// come from checked segments (root-relative, no `..`); a stat tells
+/// nothing to a client.
+pub(super) fn mostly_current(opened: &Opened, root: &Path) -> bool {
+    let live: Vec<(&Layer, u32)> = opened
+        .layers
+        .iter()
+        .flat_map(|(layer, dead)| {
+            (0..layer.segment.file_count())
+                .filter(move |local| !dead.iter().any(|run| run.contains(local)))
+                .map(move |local| (layer, local))
+        })
+        .collect();
+    let step = (live.len() as u64 / SAMPLE_FILES).max(1) as usize;
+    let (mut sampled, mut changed) = (0u64, 0u64);
+    for (layer, local) in live.into_iter().step_by(step).take(SAMPLE_FILES as usize) {
+        let Some(file) = layer.segment.file(local) else {
+            continue;
+        };
+        sampled += 1;
+        let now = Stamp::lstat(&root.join(file.name)).map(|(_, stamp)| stamp);
+        if now.ok() != Some(file.stamp) {
+            changed += 1;
+        }
+    }
+    changed * 2 <= sampled
+}
+
+/// Installs the `opened` segments as `live`'s layers; `None` (and `live`
+/// untouched) when they take more than `max_bytes` (what an index of the
+/// tree just listed can hold).
+pub(super) fn restore(
+    cache: &RootCache,
+    opened: Opened,
+    live: &mut Live,
+    max_bytes: u64,
+) -> Option<Restored> {
+    let started = Instant::now();
+    if opened.bytes > max_bytes {
+        tracing::info!(
+            "index cache: its segments take more than an index of this tree can; rebuilding"
+        );
+        return None;
+    }
+    let Opened { layers, .. } = opened;
+    let segments = layers.len();
     let mut base = BaseIndex::new(cache.root().to_string());
     let mut restored = Restored {
         unchanged: 0,
@@ -131,7 +194,7 @@ pub(super) fn restore(cache: &RootCache, live: &mut Live, max_bytes: u64) -> Opt
     live.base = base;
     tracing::debug!(
         "index cache: {} segments used: {} files unchanged, {} changed, {} gone (sweep {} ms)",
-        committed.len(),
+        segments,
         restored.unchanged,
         restored.changed,
         restored.gone,

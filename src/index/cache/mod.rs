@@ -447,9 +447,9 @@ fn is_ours(folder: &Path) -> bool {
 /// `content_bytes` of searchable text can take, with room to spare: the
 /// fixed parts, a record and a name of the longest kind per file, and per
 /// byte of text at most one new trigram (its posting, a varint of up to 5
-/// bytes, and its lookup entry) and its filter bits. A segment larger than
-/// this was not written for this tree: it is refused before it is read,
-/// checksummed or mapped.
+/// bytes, and its lookup entry) and its filter bits. Segments larger than
+/// this were not written for this tree: the restore refuses them (they
+/// are opened, before the walk, only within the disk budget).
 pub fn segment_bound(files: u64, content_bytes: u64) -> u64 {
     const FIXED: u64 = 1 << 20;
     const PER_FILE: u64 = (FILE_RECORD_BYTES + MAX_NAME_BYTES) as u64;
