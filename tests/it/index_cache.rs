@@ -548,6 +548,29 @@ async fn a_tree_changed_while_no_server_ran_is_exact_from_the_first_call() {
 }
 
 #[tokio::test]
+async fn a_session_served_from_the_cache_sees_every_change_from_its_first_call() {
+    let scene = Scene::new(300);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    let second = scene.server("second").await;
+    // From the first call on (which waits for the restore), a file written
+    // just before a call is found by it.
+    for round in 0..5 {
+        let word = format!("FRESH_WORD_{round}");
+        scene
+            .project
+            .write(&format!("src/fresh/f{round}.rs"), format!("// {word}\n"));
+        let found = second
+            .ok("search_project_files", json!({"query": word}))
+            .await;
+        assert_eq!(matches(&found).len(), 1, "round {round}: {found}");
+    }
+    let log = log_text(&scene.log("second"));
+    assert!(log.contains("used: 301 files unchanged"), "{log}");
+    second.stop().await;
+}
+
+#[tokio::test]
 async fn two_servers_at_once_share_one_cache() {
     let scene = Scene::new(300);
     tokio::time::sleep(Duration::from_millis(300)).await;
