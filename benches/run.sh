@@ -56,9 +56,7 @@ fi
 corpus="$(cd "$corpus" && pwd -P)"
 echo "corpus: $corpus, $(apparent_mb "$corpus") MB" >&2
 
-# Ten copies of the corpus whose content differs: copy i has its ASCII
-# letters rotated by i (the statistics of real code, no hard links, no
-# byte-identical files), so the index reads and holds ten times the bytes.
+# Ten copies of the corpus whose content differs (benches/tenfold.py).
 tenfold="${BENCH_CORPUS_10X:-}"
 if [ -z "$tenfold" ]; then
     tenfold="$PWD/target/bench-corpus-10x"
@@ -67,27 +65,7 @@ if [ -z "$tenfold" ]; then
     if [ "$(cat "$tenfold.from" 2>/dev/null)" != "$made_from" ]; then
         rm -rf "$tenfold"
         mkdir -p "$tenfold"
-        python3 - "$corpus" "$tenfold" <<'PY'
-import os, string, sys
-source, target = sys.argv[1], sys.argv[2]
-lower, upper = string.ascii_lowercase, string.ascii_uppercase
-for copy in range(10):
-    rotate = bytes.maketrans(
-        (lower + upper).encode(),
-        (lower[copy:] + lower[:copy] + upper[copy:] + upper[:copy]).encode(),
-    )
-    for folder, dirs, files in os.walk(source):
-        out = os.path.join(target, f"copy-{copy}", os.path.relpath(folder, source))
-        os.makedirs(out, exist_ok=True)
-        for name in files:
-            path = os.path.join(folder, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as file:
-                data = file.read()
-            with open(os.path.join(out, name), "wb") as file:
-                file.write(data.translate(rotate))
-PY
+        python3 benches/tenfold.py "$corpus" "$tenfold"
         echo "$made_from" >"$tenfold.from"
     fi
 fi
