@@ -734,9 +734,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_call_during_the_restore_of_a_committed_index_waits_for_it() {
-        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 2000 }, 9);
+    /// A generated tree (2,000 files; 80 on Windows, where walks are slow)
+    /// whose index a first session committed to the returned cache folder.
+    fn tree_with_a_committed_index() -> (
+        tempfile::TempDir,
+        PathGate,
+        tempfile::TempDir,
+        IndexCacheConfig,
+    ) {
+        let (dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 2000 }, 9);
         let cache_dir = tempfile::tempdir().unwrap();
         let config = IndexCacheConfig {
             cache_dir: Some(cache_dir.path().to_path_buf()),
@@ -747,7 +753,12 @@ mod tests {
         first.keep_on_disk(&config);
         first.start();
         wait_until_settled(&first);
-        drop(first);
+        (dir, gate, cache_dir, config)
+    }
+
+    #[test]
+    fn a_call_during_the_restore_of_a_committed_index_waits_for_it() {
+        let (_dir, gate, _cache_dir, config) = tree_with_a_committed_index();
         let second = TreeModel::new(&gate, &IndexConfig::default());
         second.keep_on_disk(&config);
         second.start();
@@ -765,18 +776,7 @@ mod tests {
 
     #[test]
     fn a_call_does_not_wait_for_the_restore_of_an_index_whose_files_mostly_changed() {
-        let (_dir, gate) = generated_tree(if cfg!(windows) { 80 } else { 2000 }, 9);
-        let cache_dir = tempfile::tempdir().unwrap();
-        let config = IndexCacheConfig {
-            cache_dir: Some(cache_dir.path().to_path_buf()),
-            ..IndexCacheConfig::default()
-        };
-        std::thread::sleep(Duration::from_millis(250));
-        let first = TreeModel::new(&gate, &IndexConfig::default());
-        first.keep_on_disk(&config);
-        first.start();
-        wait_until_settled(&first);
-        drop(first);
+        let (_dir, gate, _cache_dir, config) = tree_with_a_committed_index();
         // Every file's stamp moves, its text kept (as after a `chmod -R`).
         let earlier = std::time::SystemTime::now() - Duration::from_secs(3600);
         let entries = walk::walk(
