@@ -98,7 +98,7 @@ pub(super) fn open_committed(cache: &RootCache, max_bytes: u64) -> Option<Opened
 }
 
 /// Files of the committed index whose stamps are compared with the tree's
-/// before the walk, spread evenly over its live files.
+/// before the walk, spread evenly over its files (dead ones passed over).
 const SAMPLE_FILES: u64 = 64;
 
 /// Whether most of `opened`'s live files still have the stamps it
@@ -109,18 +109,22 @@ const SAMPLE_FILES: u64 = 64;
 /// come from checked segments (root-relative, no `..`); a stat tells
 /// nothing to a client.
 pub(super) fn mostly_current(opened: &Opened, root: &Path) -> bool {
-    let live: Vec<(&Layer, u32)> = opened
+    let files: u64 = opened
         .layers
         .iter()
-        .flat_map(|(layer, dead)| {
-            (0..layer.segment.file_count())
-                .filter(move |local| !dead.iter().any(|run| run.contains(local)))
-                .map(move |local| (layer, local))
-        })
-        .collect();
-    let step = (live.len() as u64 / SAMPLE_FILES).max(1) as usize;
+        .map(|(layer, _)| u64::from(layer.segment.file_count()))
+        .sum();
+    let step = usize::try_from(files / SAMPLE_FILES).map_or(1, |step| step.max(1));
+    let every_file = opened.layers.iter().flat_map(|(layer, dead)| {
+        (0..layer.segment.file_count()).map(move |local| (layer, dead, local))
+    });
     let (mut sampled, mut changed) = (0u64, 0u64);
-    for (layer, local) in live.into_iter().step_by(step).take(SAMPLE_FILES as usize) {
+    // Dead files (a manifest may list many runs) are looked up for the
+    // sample only.
+    for (layer, dead, local) in every_file.step_by(step) {
+        if dead.iter().any(|run| run.contains(&local)) {
+            continue;
+        }
         let Some(file) = layer.segment.file(local) else {
             continue;
         };
