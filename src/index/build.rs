@@ -103,12 +103,17 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
         }
         _ => None,
     };
-    if let Some(opened) = &opened
-        && !mostly_current(opened, shared.gate.root())
-    {
+    // Calls wait only for a committed index most of whose files are as
+    // it recorded them.
+    let worth_waiting = opened
+        .as_ref()
+        .is_some_and(|opened| mostly_current(opened, shared.gate.root()));
+    if opened.is_some() && !worth_waiting {
         tracing::debug!(
             "index cache: most of a sample of its files changed since it was written; calls scan until it serves"
         );
+    }
+    if !worth_waiting && shared.restoring.load(Ordering::Acquire) {
         release_calls(shared);
     }
     let (mut live, listed) = list(shared, &mut pacer)?;

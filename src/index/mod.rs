@@ -116,17 +116,6 @@ struct Shared {
     scrub_every: std::time::Duration,
 }
 
-/// Whether the root's cache may hold a committed index: a manifest that
-/// names segments, or one the restore must refuse (and say why). Read on
-/// the build thread: the manifest is opened without blocking, checked first.
-fn has_committed_index(shared: &Shared) -> bool {
-    shared.cache.get().is_some_and(|(cache, _)| {
-        !cache
-            .committed()
-            .is_ok_and(|committed| committed.is_empty())
-    })
-}
-
 /// The process is ending: every model's threads stop their work (see
 /// [`shut_down`]).
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
@@ -305,11 +294,6 @@ impl TreeModel {
             .name("index-build".into())
             .spawn(move || {
                 let busy = Busy::new();
-                if building.restoring.load(Ordering::Acquire) && !has_committed_index(&building) {
-                    let _state = building.state.lock();
-                    building.restoring.store(false, Ordering::Release);
-                    building.left_building.notify_all();
-                }
                 // Serving a committed index runs as calls do: they wait
                 // for it. It lowers its priority once the index serves.
                 if !building.restoring.load(Ordering::Acquire) {
