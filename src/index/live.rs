@@ -54,6 +54,11 @@ impl Live {
         let mut matched = Vec::new();
         for layer in self.base.layers() {
             let segment = &*layer.segment;
+            // Files taken back under a new stamp (a checkout rewrote them
+            // with the same text) are listed as they are now: the record
+            // keeps the old stamp, and a search refuses to open a file
+            // whose inode is not the one listed.
+            let restamped = self.restamped.contains_key(&layer.first_id);
             let local = evaluate(query, segment, &mut PostingCache::default())
                 .unwrap_or_else(|| (0..segment.file_count()).collect());
             let mut run = Vec::new();
@@ -75,7 +80,12 @@ impl Live {
                 if linked {
                     matched.push(id);
                 }
-                if !dead && below(file.name) {
+                if dead || !below(file.name) {
+                    continue;
+                }
+                if restamped {
+                    run.extend(self.tree.get(file.name).map(Found::of));
+                } else {
                     run.push(Found::from(NameOf::from(file)));
                 }
             }

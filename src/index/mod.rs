@@ -883,6 +883,37 @@ mod tests {
     }
 
     #[test]
+    fn a_file_taken_back_under_a_new_inode_is_listed_as_it_is_now() {
+        let (_dir, gate) = generated_tree(60, 13);
+        let relative = "d0/e0/f0.txt";
+        let path = gate.root().join(relative);
+        fs::write(&path, "taken_back_word\n").unwrap();
+        let model = ready_model(&gate);
+        let before = settled_content(&model, relative);
+        // As a checkout writes a file: the same text in a new file renamed
+        // over the old one, so a new inode under the name.
+        let fresh = gate.root().join("d0/e0/f0.txt.new");
+        fs::write(&fresh, "taken_back_word\n").unwrap();
+        fs::rename(&fresh, &path).unwrap();
+        std::thread::sleep(Duration::from_millis(250));
+        let start = gate.resolve(".").unwrap();
+        let query = ContentQuery::literal("taken_back_word");
+        assert!(model.candidates(&start, &query.hir()).is_some());
+        assert_eq!(
+            settled_content(&model, relative),
+            before,
+            "its id taken back"
+        );
+        let candidates = model.candidates(&start, &query.hir()).unwrap();
+        let [entry] = candidates.as_slice() else {
+            panic!("one candidate, got {candidates:?}");
+        };
+        assert_eq!(entry.relative, relative);
+        // The search opens only the inode listed: the new one.
+        assert!(entry.open(&gate).is_ok(), "{entry:?} opens");
+    }
+
+    #[test]
     fn changes_are_seen_by_the_next_call() {
         let (_dir, gate) = generated_tree(50, 3);
         let model = ready_model(&gate);

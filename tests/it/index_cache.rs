@@ -503,6 +503,42 @@ async fn files_whose_stamps_moved_but_not_their_text_are_not_indexed_again() {
 }
 
 #[tokio::test]
+async fn files_a_checkout_wrote_anew_with_their_old_text_are_still_found() {
+    let scene = Scene::new(300);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    scene.write_cache("first").await;
+    // As git checks a file out: its text written to a new file renamed over
+    // the old one (a new inode, the same text). A few of many: their layer
+    // is not rewritten for them, its records keep the old stamps.
+    let rewritten = [3, 42, 77];
+    for i in rewritten {
+        let path = scene.project.root.join(format!("src/m{}/f{i}.rs", i % 7));
+        let text = std::fs::read(&path).unwrap();
+        let fresh = path.with_extension("new");
+        std::fs::write(&fresh, &text).unwrap();
+        std::fs::rename(&fresh, &path).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let scanner = scene.scanner().await;
+    let (second, log) = scene.session_beside("second", &scanner).await;
+    assert!(
+        log.contains("3 files read again hold the text indexed before"),
+        "{log}"
+    );
+    // Their ids taken back, each is found where it is now.
+    for i in rewritten {
+        let query = format!("token_{i} = {i};");
+        let found = second
+            .ok("search_project_files", json!({"query": query}))
+            .await;
+        assert_eq!(matches(&found).len(), 1, "{query}: {found}");
+    }
+    assert_same_answers(&second, &scanner).await;
+    second.stop().await;
+    scanner.stop().await;
+}
+
+#[tokio::test]
 async fn a_tree_changed_while_no_server_ran_is_exact_from_the_first_call() {
     let scene = Scene::new(200);
     tokio::time::sleep(Duration::from_millis(300)).await;
