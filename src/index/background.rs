@@ -75,9 +75,16 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
     let mut scrub = Scrub::new(shared);
     let mut ready = Some(built);
     let mut store_after = Instant::now();
+    let mut listed_after = None;
     loop {
-        let Some(work) = next_work(shared, &mut indexer, &mut scrub, &mut ready, store_after)
-        else {
+        let Some(work) = next_work(
+            shared,
+            &mut indexer,
+            &mut scrub,
+            &mut ready,
+            store_after,
+            &mut listed_after,
+        ) else {
             return;
         };
         let _busy = super::Busy::new();
@@ -100,14 +107,16 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
 }
 
 /// Waits for work and says what it is; logs "index ready" once the index
-/// covers the tree and nothing is left to merge or write. `None` once the
-/// model is dropped or switched off.
+/// covers the tree and nothing is left to merge or write. Files a restore
+/// left listed are read in path order, `listed_after` the last one handed
+/// out. `None` once the model is dropped or switched off.
 fn next_work(
     shared: &Shared,
     indexer: &mut Indexer,
     scrub: &mut Scrub,
     ready: &mut Option<Built>,
     store_after: Instant,
+    listed_after: &mut Option<String>,
 ) -> Option<Work> {
     let mut state = shared.state.lock().ok()?;
     loop {
@@ -122,10 +131,26 @@ fn next_work(
         if now >= store_after && heap_bytes > HEAP_LAYERS_BYTES {
             return Some(Work::Store);
         }
-        if live.tree.has_unread() {
+        let batch = if live.tree.has_unread() {
+            live.tree.unread(UNREAD_BATCH)
+        } else if live.tree.has_listed() {
+            let batch = live
+                .tree
+                .listed_to_read(listed_after.as_deref(), UNREAD_BATCH);
+            *listed_after = batch.last().map(|(relative, _, _)| relative.clone());
+            if batch.is_empty() {
+                // What is left (stamps not trusted yet, files a batch did
+                // not reach) is tracked one by one from now on.
+                live.tree.finish_listing();
+                continue;
+            }
+            batch
+        } else {
+            Vec::new()
+        };
+        if !batch.is_empty() {
             indexer.without_filters = live.without_filters;
-            let batch = live.tree.unread(UNREAD_BATCH).into_iter();
-            let batch = batch.map(|(relative, stamp, first_seen)| {
+            let batch = batch.into_iter().map(|(relative, stamp, first_seen)| {
                 let versions = live.base.versions_of(&relative);
                 (relative, stamp, first_seen, versions)
             });
@@ -323,7 +348,7 @@ fn read_into_layer(
         over_the_limit(&mut state);
         return None;
     }
-    let idle = !live.tree.has_unread();
+    let idle = !live.tree.has_unread() && !live.tree.has_listed();
     drop(state);
     if idle {
         // What the reads held is free now: give it back, so that churn

@@ -230,7 +230,12 @@ fn serve_from_cache(
         started.elapsed().as_millis(),
         live.tree.loose_count(),
     );
-    live.tree.finish_listing();
+    // Many files to read stay listed: the background reads them in path
+    // order, and queries walk the list for them (as while a build runs)
+    // rather than it holding two more copies of each path.
+    if !live.tree.mostly_listed() {
+        live.tree.finish_listing();
+    }
     let summary = format!(
         "the cache's segments ({} files unchanged) and the files changed since",
         restored.unchanged

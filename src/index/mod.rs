@@ -795,6 +795,20 @@ mod tests {
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
+        // The files left listed are read by the background, in path order:
+        // none is left to scan.
+        until(|| {
+            let state = second.shared.state.lock().unwrap();
+            let State::Ready(live) = &*state else {
+                panic!("the model is ready");
+            };
+            !live.tree.has_listed() && live.tree.is_covered()
+        });
+        let state = second.shared.state.lock().unwrap();
+        let State::Ready(live) = &*state else {
+            panic!("the model is ready");
+        };
+        assert_eq!(live.tree.loose_count(), 0);
     }
 
     #[test]

@@ -624,6 +624,41 @@ impl Tree {
             .collect()
     }
 
+    /// Whether files the build listed wait to be read.
+    pub fn has_listed(&self) -> bool {
+        self.ledger.listed > 0
+    }
+
+    /// Whether so many files wait to be read that tracking each one (two
+    /// more copies of its path) would cost more than a query's walk of the
+    /// list for them: more than an eighth of the entries.
+    pub fn mostly_listed(&self) -> bool {
+        self.ledger.listed > self.nodes.len() / 8
+    }
+
+    /// Up to `max` files the build listed, with stamps that can be
+    /// trusted, in path order after `after`, as [`Tree::unread`] gives
+    /// them: the background reads them where a build would.
+    pub fn listed_to_read(
+        &self,
+        after: Option<&str>,
+        max: usize,
+    ) -> Vec<(String, Stamp, SystemTime)> {
+        let from = after.map_or(Bound::Unbounded, |after| {
+            Bound::Excluded(PathKey(after.to_string()))
+        });
+        self.nodes
+            .range((from, Bound::Unbounded))
+            .filter(|(_, node)| {
+                node.kind == EntryKind::File
+                    && node.settled
+                    && matches!(node.content, Content::Listed)
+            })
+            .filter_map(|(key, node)| Some((key.0.clone(), node.stamp?, node.first_seen.time())))
+            .take(max)
+            .collect()
+    }
+
     /// How many files the index does not hold in their current version
     /// (never read, changed, or listed and not read yet).
     pub fn loose_count(&self) -> usize {
@@ -1050,6 +1085,46 @@ mod tests {
             "{what}: Tree::bytes says {estimate}, the heap holds {measured} ({:.1} % off)",
             error * 100.0
         );
+    }
+
+    /// Files a restore left listed are handed out in path order after the
+    /// last one, those with stamps not trusted yet passed over; once past
+    /// the last, what is left is tracked one by one.
+    #[test]
+    fn listed_files_are_handed_out_after_the_last_and_the_rest_tracked_at_the_end() {
+        let (_dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
+        let gate = PathGate::new(root.clone(), &[]).expect("gate");
+        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
+        let mut tree = Tree::new(&gate);
+        // 4 folders of 9 files, every third one listed: 12 listed files.
+        tree.fill(vec![entries(4, 9, stamp)]);
+        let untrusted = "src/module_0001/source_file_0.rs";
+        tree.update(untrusted, |node| node.settled = false);
+        assert!(tree.has_listed() && tree.mostly_listed());
+        let mut handed = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let batch = tree.listed_to_read(after.as_deref(), 5);
+            let Some((last, _, _)) = batch.last() else {
+                break;
+            };
+            after = Some(last.clone());
+            for (relative, at, _) in batch {
+                assert_eq!(at, stamp);
+                assert!(tree.adopt(&relative, stamp, Content::Always));
+                handed.push(relative);
+            }
+        }
+        let mut sorted = handed.clone();
+        sorted.sort_by(|a, b| walk::path_order(a, b));
+        assert_eq!(handed, sorted, "in path order");
+        assert_eq!(handed.len(), 11, "{handed:?}");
+        assert!(!handed.iter().any(|relative| relative == untrusted));
+        assert!(tree.has_listed());
+        tree.finish_listing();
+        assert!(!tree.has_listed());
+        let (_, node) = tree.get(untrusted).expect("listed");
+        assert!(matches!(node.content, Content::Unread));
     }
 
     /// What the file list reports is what the heap holds for it, within a
