@@ -56,6 +56,11 @@ const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
 /// (ids, dead, with the hashes of their texts).
 type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
 
+/// Read batches after which the pages of the mapped layers that the
+/// batches' version lookups touched (names and file records) are dropped
+/// from the process: after a bulk change those lookups visit most of them.
+const BATCHES_PER_PAGE_DROP: u32 = 32;
+
 /// What the background does next.
 enum Work {
     /// Read these files.
@@ -76,6 +81,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
     let mut ready = Some(built);
     let mut store_after = Instant::now();
     let mut listed_after = None;
+    let mut batches_read = 0u32;
     loop {
         let Some(work) = next_work(
             shared,
@@ -89,7 +95,13 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
         };
         let _busy = super::Busy::new();
         let done = match work {
-            Work::Read(batch) => read_into_layer(shared, &mut pacer, &mut indexer, batch),
+            Work::Read(batch) => {
+                batches_read = batches_read.wrapping_add(1);
+                if batches_read.is_multiple_of(BATCHES_PER_PAGE_DROP) {
+                    drop_mapped_pages(shared);
+                }
+                read_into_layer(shared, &mut pacer, &mut indexer, batch)
+            }
             Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
             Work::Store => {
                 let stored = store_layers(shared, &mut pacer);
@@ -217,6 +229,24 @@ fn heap_layers_bytes(shared: &Shared, live: &super::live::Live) -> usize {
         .filter(|layer| layer.stored.is_none())
         .map(|layer| layer.segment.heap_bytes().max(1))
         .sum()
+}
+
+/// Drops the pages of the layers mapped from the cache from the process;
+/// lookups touch again only what they need.
+fn drop_mapped_pages(shared: &Shared) {
+    let mapped: Vec<Arc<Segment>> = match shared.state.lock().as_deref() {
+        Ok(State::Ready(live)) => live
+            .base
+            .layers()
+            .iter()
+            .filter(|layer| layer.stored.is_some())
+            .map(|layer| Arc::clone(&layer.segment))
+            .collect(),
+        _ => return,
+    };
+    for segment in mapped {
+        segment.drop_resident_pages();
+    }
 }
 
 /// Looks again at the entries whose stamps were not trusted yet, as a call
