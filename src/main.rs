@@ -7,7 +7,7 @@ use clap::Parser;
 
 use mcp_project_helper::cli::{Cli, Command};
 use mcp_project_helper::config::Config;
-use mcp_project_helper::{hosts, logging, report, runner, server};
+use mcp_project_helper::{hosts, index, logging, report, runner, server};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -23,6 +23,8 @@ fn main() -> ExitCode {
         Some(Command::Config(args)) => hosts::print_snippet(&args, &cli.server, &config),
         Some(Command::Index(command)) => report::print_index_cache(command, &config),
         None => {
+            // Before any thread starts: see index::init_server_process.
+            index::init_server_process();
             if let Err(error) = logging::init(&config) {
                 eprintln!("mcp-project-helper: {error}");
                 return ExitCode::from(2);

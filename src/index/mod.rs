@@ -138,6 +138,14 @@ impl Drop for Busy {
     }
 }
 
+/// Sets the process's allocator up for a server's threads (see
+/// `os.rs`); called once at start, before any thread.
+pub fn init_server_process() {
+    // Nothing to report to yet (logging starts after); failing leaves the
+    // allocator's defaults, which are correct, only larger.
+    let _ = os::limit_allocator_arenas();
+}
+
 /// Stops the work of every model's threads before the process exits, and
 /// waits for them to reach a pause, up to `within`. A process that exits
 /// while its threads read and write has hung Wine's process exit (never

@@ -22,6 +22,31 @@ pub(super) fn return_freed_memory() {
     }
 }
 
+/// Allocator arenas a server process keeps: two. Memory freed on one
+/// thread after another allocated it (a call's scan, the walk's parts
+/// moved into the file list, the background's reads and merges) stays in
+/// that thread's arena, and glibc makes up to eight per core: calls
+/// scanning every half second while a restore read the tenfold tree's
+/// 360,000 changed files peaked at 450 MB, with two arenas at 255 MB.
+/// Small allocations are served from each thread's cache without a lock.
+const SERVER_ARENAS: i32 = 2;
+
+/// Sets the allocator up for a server process, before its threads start;
+/// whether it took (nothing to set up where the allocator is not glibc's).
+pub(super) fn limit_allocator_arenas() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: glibc's mallopt has no safe wrapper; it takes two plain
+    // integers and sets one of the allocator's own parameters.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, SERVER_ARENAS) == 1
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = SERVER_ARENAS;
+        true
+    }
+}
+
 /// The build leaves the CPU to other programs first (it pauses for tool
 /// calls on its own, see `pacer.rs`): a lower priority, not the lowest, so
 /// that a busy machine slows it down without stopping it for good. Nice
@@ -42,5 +67,13 @@ pub(super) fn lower_priority() {
             GetCurrentThread, SetThreadPriority, THREAD_MODE_BACKGROUND_BEGIN,
         };
         SetThreadPriority(GetCurrentThread(), THREAD_MODE_BACKGROUND_BEGIN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_allocator_takes_the_servers_arena_limit() {
+        assert!(super::limit_allocator_arenas());
     }
 }
