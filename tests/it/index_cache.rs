@@ -183,12 +183,17 @@ struct Scene {
     cache_home: tempfile::TempDir,
 }
 
+/// The project-relative name of the scene's source file `i`.
+fn source(i: usize) -> String {
+    format!("src/m{}/f{i}.rs", i % 7)
+}
+
 impl Scene {
     fn new(files: usize) -> Scene {
         let project = TempProject::new();
         for i in 0..files {
             project.write(
-                &format!("src/m{}/f{i}.rs", i % 7),
+                &source(i),
                 format!("fn item_{i}() {{ let token_{i} = {i}; }}\n// common words\n"),
             );
         }
@@ -479,7 +484,7 @@ async fn files_whose_stamps_moved_but_not_their_text_are_not_indexed_again() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     scene.write_cache("first").await;
     for i in 0..200 {
-        let path = scene.project.root.join(format!("src/m{}/f{i}.rs", i % 7));
+        let path = scene.project.root.join(source(i));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
@@ -512,7 +517,7 @@ async fn files_a_checkout_wrote_anew_with_their_old_text_are_still_found() {
     // is not rewritten for them, its records keep the old stamps.
     let rewritten = [3, 42, 77];
     for i in rewritten {
-        let path = scene.project.root.join(format!("src/m{}/f{i}.rs", i % 7));
+        let path = scene.project.root.join(source(i));
         let text = std::fs::read(&path).unwrap();
         let fresh = path.with_extension("new");
         std::fs::write(&fresh, &text).unwrap();
@@ -637,7 +642,7 @@ async fn a_writer_killed_mid_write_leaves_a_usable_cache() {
     // killed while it does (or, on a fast machine, right after).
     for i in (0..2000).step_by(4) {
         scene.project.write(
-            &format!("src/m{}/f{i}.rs", i % 7),
+            &source(i),
             format!("fn edited_{i}() {{ let token_{i} = {i}; }}\n"),
         );
     }
