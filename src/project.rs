@@ -49,7 +49,8 @@ pub enum DocsFolder {
 impl Project {
     /// `root` must be canonical.
     pub fn open(config: &Config, root: PathBuf) -> Result<Self, String> {
-        let gate = PathGate::new(root.clone(), &config.deny_globs).map_err(|e| e.to_string())?;
+        let deny_globs = with_own_log_file(&config.deny_globs, config.log_file.as_deref(), &root);
+        let gate = PathGate::new(root.clone(), &deny_globs).map_err(|e| e.to_string())?;
         let docs_location = config
             .docs_root
             .clone()
@@ -85,6 +86,28 @@ impl Project {
     pub fn root(&self) -> &Path {
         self.gate.root()
     }
+}
+
+/// The operator's deny globs, plus the server's own log file when it lies
+/// inside `root`: the tools never show the session's own trace, and the
+/// index does not follow the lines its own work writes (each would be a
+/// change to read, whose reading logs a line).
+fn with_own_log_file(deny_globs: &[String], log_file: Option<&Path>, root: &Path) -> Vec<String> {
+    let mut globs = deny_globs.to_vec();
+    let own = log_file
+        .and_then(|file| dunce::canonicalize(file).ok())
+        .and_then(|file| {
+            let relative = file.strip_prefix(root).ok()?;
+            let parts: Option<Vec<&str>> = relative
+                .components()
+                .map(|c| c.as_os_str().to_str())
+                .collect();
+            Some(parts?.join("/"))
+        });
+    if let Some(relative) = own.filter(|relative| !relative.is_empty()) {
+        globs.push(globset::escape(&relative));
+    }
+    globs
 }
 
 /// Where get_docs reads (SPEC, security rules): the default `<root>/docs`
@@ -270,6 +293,27 @@ fn percent_decode(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_own_log_file_inside_the_root_is_denied_by_its_exact_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("logs")).unwrap();
+        let log = root.join("logs/a[1]*.log");
+        std::fs::write(&log, "").unwrap();
+        let globs = with_own_log_file(&["*.pem".to_string()], Some(&log), &root);
+        assert_eq!(globs, ["*.pem", "logs/a[[]1[]][*].log"]);
+        let gate = PathGate::new(root.clone(), &globs).unwrap();
+        assert!(gate.is_denied("logs/a[1]*.log"));
+        assert!(!gate.is_denied("logs/a1x.log"));
+        // Outside the root, or no log file: the operator's globs only.
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        assert_eq!(
+            with_own_log_file(&[], Some(outside.path()), &root),
+            Vec::<String>::new()
+        );
+        assert_eq!(with_own_log_file(&[], None, &root), Vec::<String>::new());
+    }
 
     #[test]
     fn file_uris_become_paths() {

@@ -1,11 +1,14 @@
 //! After the build, the background keeps the index covering the tree, off
 //! the calls' path and yielding to them, on the build's thread:
 //!
-//! - files calls found changed (and those whose stamps were too new to
-//!   trust, looked at again on a timer as they settle) are read, a batch
-//!   at a time, into a new small layer; their old ids are dead already
-//!   (tombstones). Until read, such a file is a candidate the searcher
-//!   verifies, as the scan would.
+//! - changes are applied as the change feed reports them (a thread waits
+//!   on the feed and wakes the background; calls apply them too), and
+//!   stamps too new to trust are looked at again on a timer as they
+//!   settle; the files found changed are read, a batch at a time, into a
+//!   new small layer; their old ids are dead already (tombstones). Until
+//!   read, such a file is a candidate the searcher verifies, as the scan
+//!   would. A checkout is so followed while it runs, and the kernel's
+//!   queue of changes does not overflow;
 //! - small layers are merged and mostly dead ones rewritten, as the merge
 //!   policy says (`merge.rs`);
 //! - once nothing is left to read or merge, the layers held on the heap
@@ -21,8 +24,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::base::Layer;
-use super::build::{Built, Part, cache_budget, part_pairs, stored_layers, switch_off};
+use super::build::{
+    Built, Part, batch_bytes, cache_budget, new_readers, part_pairs, read_in_parallel,
+    stored_layers, switch_off,
+};
 use super::indexer::{Indexer, Read};
+use super::live::Looker;
 use super::merge::{self, Input};
 use super::os::return_freed_memory;
 use super::pacer::Pacer;
@@ -30,7 +37,7 @@ use super::save::SegmentWriter;
 use super::scrub::Scrub;
 use super::segment::{ContentHash, Segment};
 use super::tree::Content;
-use super::watch::Changes;
+use super::watch::{ChangeSignal, ChangeWatcher};
 use super::{Shared, State};
 use crate::walk::Stamp;
 
@@ -61,6 +68,10 @@ type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
 /// from the process: after a bulk change those lookups visit most of them.
 const BATCHES_PER_PAGE_DROP: u32 = 32;
 
+/// How long the change waker lets a burst of changes gather before it
+/// wakes the background again.
+const CHANGES_GATHER: Duration = Duration::from_millis(50);
+
 /// What the background does next.
 enum Work {
     /// Read these files.
@@ -75,8 +86,45 @@ enum Work {
 /// Keeps the index covering the tree (see the module notes) until the
 /// model is dropped or switched off.
 pub(super) fn keep_indexing(shared: &Shared, built: Built) {
+    let feed = match shared.state.lock().as_deref() {
+        Ok(State::Ready(live)) => live
+            .watcher
+            .signal()
+            .map(|signal| (Arc::clone(&live.watcher), signal)),
+        _ => None,
+    };
+    std::thread::scope(|scope| {
+        if let Some((watcher, signal)) = &feed {
+            let waker = std::thread::Builder::new()
+                .name("index-changes".into())
+                .spawn_scoped(scope, || wake_on_changes(shared, watcher, signal));
+            if waker.is_err() {
+                tracing::debug!("index: no thread to wait for changes; calls apply them");
+            }
+        }
+        keep_covering(shared, built);
+        if let Some((_, signal)) = &feed {
+            signal.stop();
+        }
+    });
+}
+
+/// Collects the changes as they come and wakes the background, until
+/// `signal` is stopped.
+fn wake_on_changes(shared: &Shared, watcher: &ChangeWatcher, signal: &ChangeSignal) {
+    while signal.wait() && !shared.stopping() {
+        watcher.collect();
+        shared.changes_queued.store(true, Ordering::Release);
+        shared.unread.notify_all();
+        std::thread::sleep(CHANGES_GATHER);
+    }
+}
+
+/// The background's loop: see the module notes.
+fn keep_covering(shared: &Shared, built: Built) {
     let mut pacer = Pacer::default();
-    let mut indexer = Indexer::default();
+    let mut helper_pacer = Pacer::default();
+    let mut readers = new_readers(shared);
     let mut scrub = Scrub::new(shared);
     let mut ready = Some(built);
     let mut store_after = Instant::now();
@@ -85,7 +133,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
     loop {
         let Some(work) = next_work(
             shared,
-            &mut indexer,
+            &mut readers,
             &mut scrub,
             &mut ready,
             store_after,
@@ -100,7 +148,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
                 if batches_read.is_multiple_of(BATCHES_PER_PAGE_DROP) {
                     drop_mapped_pages(shared);
                 }
-                read_into_layer(shared, &mut pacer, &mut indexer, batch)
+                read_into_layer(shared, [&mut pacer, &mut helper_pacer], &mut readers, batch)
             }
             Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
             Work::Store => {
@@ -110,7 +158,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
                 }
                 stored.map(|_| ())
             }
-            Work::Scrub => scrub.run(shared, &mut pacer, &mut indexer),
+            Work::Scrub => scrub.run(shared, &mut pacer, &mut readers[0]),
         };
         if done.is_none() {
             return;
@@ -124,7 +172,7 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
 /// out. `None` once the model is dropped or switched off.
 fn next_work(
     shared: &Shared,
-    indexer: &mut Indexer,
+    readers: &mut [Indexer],
     scrub: &mut Scrub,
     ready: &mut Option<Built>,
     store_after: Instant,
@@ -135,6 +183,12 @@ fn next_work(
         if shared.stopping() {
             return None;
         }
+        // A call in progress applies them itself.
+        if shared.calls.load(Ordering::Relaxed) == 0
+            && shared.changes_queued.swap(false, Ordering::AcqRel)
+        {
+            catch_up(shared, &mut state)?;
+        }
         let State::Ready(live) = &mut *state else {
             return None;
         };
@@ -142,6 +196,15 @@ fn next_work(
         let heap_bytes = heap_layers_bytes(shared, live);
         if now >= store_after && heap_bytes > HEAP_LAYERS_BYTES {
             return Some(Work::Store);
+        }
+        let large = merge::large_bytes(shared.limit_bytes);
+        if live.tree.has_unread() || live.tree.has_listed() {
+            let sizes = live
+                .base
+                .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
+            if let Some(first_ids) = merge::plan_while_reading(&sizes, large) {
+                return Some(Work::Merge(first_ids));
+            }
         }
         let batch = if live.tree.has_unread() {
             live.tree.unread(UNREAD_BATCH)
@@ -161,7 +224,9 @@ fn next_work(
             Vec::new()
         };
         if !batch.is_empty() {
-            indexer.without_filters = live.without_filters;
+            for reader in readers.iter_mut() {
+                reader.without_filters = live.without_filters;
+            }
             let batch = batch.into_iter().map(|(relative, stamp, first_seen)| {
                 let versions = live.base.versions_of(&relative);
                 (relative, stamp, first_seen, versions)
@@ -171,7 +236,7 @@ fn next_work(
         let sizes = live
             .base
             .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
-        if let Some(first_ids) = merge::plan(&sizes, merge::large_bytes(shared.limit_bytes)) {
+        if let Some(first_ids) = merge::plan(&sizes, large) {
             return Some(Work::Merge(first_ids));
         }
         if now >= store_after && heap_bytes > 0 {
@@ -191,10 +256,10 @@ fn next_work(
         if scrub_due.is_some_and(|due| now >= due) && !calls {
             return Some(Work::Scrub);
         }
-        // Woken by a call that left files unread, or by the model's drop;
-        // the timeout guards against a missed wake-up, brings the scrub
-        // (once the calls running are done), and looks again at stamps not
-        // trusted yet as soon as they can be.
+        // Woken by queued changes, by a call that left files unread, or by
+        // the model's drop; the timeout guards against a missed wake-up,
+        // brings the scrub (once the calls running are done), and looks
+        // again at stamps not trusted yet as soon as they can be.
         let unsettled = live.tree.has_unsettled();
         let mut wait = match scrub_due {
             Some(due) if now >= due => Duration::from_millis(100),
@@ -211,7 +276,7 @@ fn next_work(
         let (mut woken, timeout) = shared.unread.wait_timeout(state, wait).ok()?;
         // A call in progress looks at them itself.
         if unsettled && timeout.timed_out() && shared.calls.load(Ordering::Relaxed) == 0 {
-            settle(shared, &mut woken)?;
+            catch_up(shared, &mut woken)?;
         }
         state = woken;
     }
@@ -249,22 +314,18 @@ fn drop_mapped_pages(shared: &Shared) {
     }
 }
 
-/// Looks again at the entries whose stamps were not trusted yet, as a call
-/// would: those trusted now become files to read. `None` when that took
-/// the model over its memory limit (it is switched off).
-fn settle(shared: &Shared, state: &mut State) -> Option<()> {
+/// Applies the changes queued and looks again at the entries whose stamps
+/// were not trusted yet, as a call would: files found changed become
+/// files to read. `None` when that took the model over its memory limit
+/// (it is switched off).
+fn catch_up(shared: &Shared, state: &mut State) -> Option<()> {
     let State::Ready(live) = state else {
         return None;
     };
-    let changed = live.tree.refresh(Changes::Paths(Vec::new()), &shared.gate);
-    match changed {
-        // The tree changed under the look: the next call sweeps.
-        None => live.sweep_owed = true,
-        Some(changed) if changed > 0 && !live.fits(shared.limit_bytes) => {
-            over_the_limit(state);
-            return None;
-        }
-        Some(_) => {}
+    let changed = live.catch_up(&shared.gate, Looker::Background);
+    if changed.is_some_and(|changed| changed > 0) && !live.fits(shared.limit_bytes) {
+        over_the_limit(state);
+        return None;
     }
     Some(())
 }
@@ -287,8 +348,8 @@ fn over_the_limit(state: &mut State) {
 /// its memory limit.
 fn read_into_layer(
     shared: &Shared,
-    pacer: &mut Pacer,
-    indexer: &mut Indexer,
+    pacers: [&mut Pacer; 2],
+    readers: &mut [Indexer],
     batch: Vec<ToRead>,
 ) -> Option<()> {
     let root = shared.gate.root();
@@ -296,32 +357,49 @@ fn read_into_layer(
     let mut part = Part::new(0, pairs);
     let mut others = Vec::new();
     let mut same = Vec::new();
-    for (relative, stamp, first_seen, versions) in batch {
-        if shared.stopping() {
-            return None;
-        }
-        // As a build's part: the rest of the batch waits for the next.
-        if part.pairs() >= pairs {
-            break;
-        }
-        pacer.yield_to_calls(shared);
-        let path = root.join(&relative);
-        let hashes: Vec<ContentHash> = versions.iter().map(|(_, hash)| *hash).collect();
-        let (now, trusted, read) =
-            indexer.read_after(&shared.gate, &path, Some((stamp, first_seen)), &hashes);
-        match read {
-            Read::Same(at) if now == Some(stamp) && trusted => {
-                same.push((relative, stamp, versions[at]));
+    let [pacer, helper_pacer] = pacers;
+    let mut rest = batch.as_slice();
+    // Read a bounded share of bytes at a time on the readers' threads,
+    // until the part is full (as a build's: the rest of the batch waits
+    // for the next).
+    while !rest.is_empty() && part.pairs() < pairs {
+        let (chunk, after) = rest.split_at(bounded_chunk(rest, batch_bytes(shared)));
+        rest = after;
+        let reads = read_in_parallel(
+            shared,
+            readers,
+            [&mut *pacer, &mut *helper_pacer],
+            chunk.len(),
+            |reader, at| {
+                let (relative, stamp, first_seen, versions) = &chunk[at];
+                let hashes: Vec<ContentHash> = versions.iter().map(|(_, hash)| *hash).collect();
+                reader.read_after(
+                    &shared.gate,
+                    &root.join(relative),
+                    Some((*stamp, *first_seen)),
+                    &hashes,
+                )
+            },
+        )?;
+        for ((relative, stamp, _, versions), (now, trusted, read)) in chunk.iter().zip(reads) {
+            let (relative, stamp) = (relative.clone(), *stamp);
+            if part.pairs() >= pairs {
+                break;
             }
-            Read::Grams(grams) if now == Some(stamp) && trusted => {
-                part.add(&relative, stamp, grams);
+            match read {
+                Read::Same(at) if now == Some(stamp) && trusted => {
+                    same.push((relative, stamp, versions[at]));
+                }
+                Read::Grams(grams) if now == Some(stamp) && trusted => {
+                    part.add(&relative, stamp, grams);
+                }
+                Read::Content(content) if now == Some(stamp) && trusted => {
+                    others.push((relative, stamp, content));
+                }
+                // Changed since the list saw it: a call will see the change
+                // and queue it again; meanwhile it is always a candidate.
+                _ => others.push((relative, stamp, Content::Always)),
             }
-            Read::Content(content) if now == Some(stamp) && trusted => {
-                others.push((relative, stamp, content));
-            }
-            // Changed since the list saw it: a call will see the change and
-            // queue it again; meanwhile it is always a candidate.
-            _ => others.push((relative, stamp, Content::Always)),
         }
     }
     let (segment, indexed) = part.seal(&super::segment::root_text(root));
@@ -386,6 +464,20 @@ fn read_into_layer(
         return_freed_memory();
     }
     Some(())
+}
+
+/// How many of `files` (at least one) to read at once: what they hold
+/// stays within `bytes`.
+fn bounded_chunk(files: &[ToRead], bytes: u64) -> usize {
+    let mut held = 0u64;
+    let within = files
+        .iter()
+        .take_while(|(_, stamp, _, _)| {
+            held = held.saturating_add(stamp.size());
+            held <= bytes
+        })
+        .count();
+    within.max(1).min(files.len())
 }
 
 /// Merges the layers `first_ids` into one (off the model's lock, pausing

@@ -427,14 +427,9 @@ pub(super) fn index_contents(
     // Files are read on two threads, this one and a helper (see
     // `read_batch`), each with its own buffers, unless the memory limit is
     // too small to spare the second thread's.
-    let threads = if shared.limit_bytes >= TWO_READERS_LIMIT {
-        2
-    } else {
-        1
-    };
-    let mut readers: Vec<Indexer> = (0..threads).map(|_| Indexer::default()).collect();
+    let mut readers = new_readers(shared);
     let mut helper_pacer = Pacer::default();
-    let batch_bytes = LISTED_BATCH_BYTES.min(shared.limit_bytes as u64 / 128);
+    let batch_bytes = batch_bytes(shared);
     let part_pairs = part_pairs(shared);
     // Filters are left out from the start unless the file list, trigrams
     // of about a tenth of the bytes (6-7 % measured on source trees; at
@@ -585,11 +580,24 @@ pub(super) fn index_contents(
 /// trusted, and what it holds.
 type FileRead = (Option<Stamp>, bool, Read);
 
-/// Reads the files `names` on this thread and, with a second reader, a
-/// helper at once (each file by the next thread free), each thread with
-/// its reader and pacer: both yield to calls, the helper at the build's
-/// lower priority too. Their reads, in the order of `names`; `None` when
-/// the server stops.
+/// What the files read at once may hold (one file may be larger): see
+/// [`LISTED_BATCH`].
+pub(super) fn batch_bytes(shared: &Shared) -> u64 {
+    LISTED_BATCH_BYTES.min(shared.limit_bytes as u64 / 128)
+}
+
+/// The readers of the build and the background: two, each with its own
+/// buffers, unless the memory limit is too small to spare the second's.
+pub(super) fn new_readers(shared: &Shared) -> Vec<Indexer> {
+    let threads = if shared.limit_bytes >= TWO_READERS_LIMIT {
+        2
+    } else {
+        1
+    };
+    (0..threads).map(|_| Indexer::default()).collect()
+}
+
+/// Reads the files `names` (see [`read_in_parallel`]).
 fn read_batch(
     shared: &Shared,
     readers: &mut [Indexer],
@@ -597,17 +605,33 @@ fn read_batch(
     names: &[String],
 ) -> Option<Vec<FileRead>> {
     let root = shared.gate.root();
+    read_in_parallel(shared, readers, pacers, names.len(), |reader, at| {
+        reader.read(&shared.gate, &root.join(&names[at]))
+    })
+}
+
+/// Runs `read(reader, at)` for every `at` below `count` on this thread
+/// and, with a second reader, a helper at once (each by the next thread
+/// free), each thread with its reader and pacer: both yield to calls, the
+/// helper at the build's lower priority too. The reads in the order of
+/// `at`; `None` when the server stops.
+pub(super) fn read_in_parallel<T: Send>(
+    shared: &Shared,
+    readers: &mut [Indexer],
+    pacers: [&mut Pacer; 2],
+    count: usize,
+    read: impl Fn(&mut Indexer, usize) -> T + Sync,
+) -> Option<Vec<T>> {
     let next = AtomicUsize::new(0);
     let work = |reader: &mut Indexer, pacer: &mut Pacer| {
         let mut done = Vec::new();
         loop {
             let at = next.fetch_add(1, Ordering::Relaxed);
-            if at >= names.len() || shared.stopping() {
+            if at >= count || shared.stopping() {
                 return done;
             }
             pacer.yield_to_calls(shared);
-            let path = root.join(&names[at]);
-            done.push((at, reader.read(&shared.gate, &path)));
+            done.push((at, read(reader, at)));
         }
     };
     let [my_pacer, helper_pacer] = pacers;
@@ -626,7 +650,7 @@ fn read_batch(
         }
         _ => return None,
     };
-    if reads.len() < names.len() {
+    if reads.len() < count {
         return None;
     }
     reads.sort_unstable_by_key(|(at, _)| *at);
@@ -819,7 +843,7 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         tree,
         sweep_owed: false,
         base: BaseIndex::new(super::segment::root_text(root)),
-        watcher,
+        watcher: Arc::new(watcher),
         without_filters: false,
         restamped: std::collections::HashMap::new(),
     };

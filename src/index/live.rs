@@ -13,7 +13,8 @@ use super::plan::Query;
 use super::postings::{PostingCache, evaluate};
 use super::segment::Segment;
 use super::tree::{self, Content, PathKey, Tree, depth};
-use super::watch::ChangeWatcher;
+use super::watch::{ChangeWatcher, Changes};
+use crate::security::PathGate;
 use crate::walk::{self, Entry, EntryKind};
 
 pub(super) struct Live {
@@ -21,7 +22,8 @@ pub(super) struct Live {
     /// Changes were lost and no sweep has caught up with them yet.
     pub(super) sweep_owed: bool,
     pub(super) base: BaseIndex,
-    pub(super) watcher: ChangeWatcher,
+    /// Shared with the thread that collects changes as they come.
+    pub(super) watcher: Arc<ChangeWatcher>,
     /// Files are indexed without long-gram filters: they were dropped to
     /// stay within the memory limit.
     pub(super) without_filters: bool,
@@ -30,7 +32,47 @@ pub(super) struct Live {
     pub(super) restamped: std::collections::HashMap<u32, u32>,
 }
 
+/// Who brings the tree up to the disk, and so how much work it may do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Looker {
+    /// A call that needs the whole tree: it sweeps when changes were lost.
+    Call,
+    /// A call that would rather walk the few folders it needs than sweep.
+    CheapCall,
+    /// The background, when changes are queued or stamps may have
+    /// settled: it sweeps when changes were lost (before any call has
+    /// to); without a live change feed it only looks at the stamps it
+    /// could not trust, and leaves the sweep to the calls.
+    Background,
+}
+
 impl Live {
+    /// Applies the changes the feed holds, or every change by a stat sweep
+    /// when some were lost. Returns how many entries changed, or `None`
+    /// when the tree cannot answer now: it changed faster than it could be
+    /// followed, or a [`Looker::CheapCall`] met lost changes. Either way
+    /// the next look sweeps.
+    pub(super) fn catch_up(&mut self, gate: &PathGate, looker: Looker) -> Option<usize> {
+        let changes = if looker == Looker::Background && !self.watcher.is_live() {
+            Changes::Paths(Vec::new())
+        } else {
+            match self.watcher.drain() {
+                Changes::Paths(_) | Changes::Unknown if self.sweep_owed => Changes::Unknown,
+                changes => changes,
+            }
+        };
+        if looker == Looker::CheapCall && changes == Changes::Unknown {
+            self.sweep_owed = true;
+            return None;
+        }
+        self.sweep_owed = false;
+        let changed = self.tree.refresh(changes, gate);
+        if changed.is_none() {
+            self.sweep_owed = true;
+        }
+        changed
+    }
+
     /// Files under `dir` that may hold a match of `query`, in path order:
     /// the indexed files the posting lists name in each layer, merged with
     /// the loose files (never indexed, or changed and not read again yet).

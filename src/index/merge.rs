@@ -26,6 +26,12 @@
 //!    stamp (their text unchanged), is rewritten alone, without the dead
 //!    and with the new stamps; one with no live file left is dropped.
 //!
+//! 4. Files waiting to be read go first: they are candidates every call
+//!    reads. But past [`MAX_SMALL_LAYERS`] layers below large, the tier
+//!    merge of rule 2 goes before the next read, so that a stream of
+//!    changes (a checkout while the server runs) does not pile up a layer
+//!    per batch until it ends.
+//!
 //! Merges run in the background, off the model's lock, pausing for calls;
 //! the merged segment replaces its inputs in one step under the lock.
 //!
@@ -71,6 +77,11 @@ const TIER_FACTOR: usize = 4;
 /// Layers of one tier that call for a merge.
 const TIER_WIDTH: usize = 4;
 
+/// Layers below large past which a tier merge goes before reading more
+/// files (rule 4); the tiers alone keep fewer than `TIER_WIDTH` in each of
+/// the four or five below large.
+const MAX_SMALL_LAYERS: usize = 16;
+
 /// What the policy knows of a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct LayerSize {
@@ -107,6 +118,33 @@ impl LayerSize {
 /// The layers (by first id) to merge next, if any (see the policy above),
 /// layers of `large` bytes joining no tier.
 pub(super) fn plan(layers: &[LayerSize], large: usize) -> Option<Vec<u32>> {
+    if let Some(chosen) = tier_merge(layers, large) {
+        return Some(chosen);
+    }
+    layers
+        .iter()
+        .filter(|layer| {
+            u64::from(layer.dead) * 2 > u64::from(layer.files)
+                || u64::from(layer.restamped) * RESTAMPED_SHARE > u64::from(layer.files)
+        })
+        .max_by_key(|layer| (layer.dead + layer.restamped, Reverse(layer.first_id)))
+        .map(|layer| vec![layer.first_id])
+}
+
+/// The merge to run before reading more files (rule 4), if any.
+pub(super) fn plan_while_reading(layers: &[LayerSize], large: usize) -> Option<Vec<u32>> {
+    let small = layers
+        .iter()
+        .filter(|layer| layer.tier(large).is_some())
+        .count();
+    if small <= MAX_SMALL_LAYERS {
+        return None;
+    }
+    tier_merge(layers, large)
+}
+
+/// Rule 2's merge, if a tier is full.
+fn tier_merge(layers: &[LayerSize], large: usize) -> Option<Vec<u32>> {
     let mut tiered: Vec<(u32, LayerSize)> = layers
         .iter()
         .filter_map(|layer| Some((layer.tier(large)?, *layer)))
@@ -129,14 +167,7 @@ pub(super) fn plan(layers: &[LayerSize], large: usize) -> Option<Vec<u32>> {
             return Some(chosen);
         }
     }
-    layers
-        .iter()
-        .filter(|layer| {
-            u64::from(layer.dead) * 2 > u64::from(layer.files)
-                || u64::from(layer.restamped) * RESTAMPED_SHARE > u64::from(layer.files)
-        })
-        .max_by_key(|layer| (layer.dead + layer.restamped, Reverse(layer.first_id)))
-        .map(|layer| vec![layer.first_id])
+    None
 }
 
 /// A layer one of whose files in this many (or more) was taken back under
@@ -562,6 +593,26 @@ mod tests {
             dead,
             restamped: 0,
         }
+    }
+
+    #[test]
+    fn reading_goes_first_until_the_small_layers_crowd() {
+        let kib = FULL_BYTES / (16 * 1024);
+        let small = |count: u32| -> Vec<LayerSize> {
+            (0..count)
+                .map(|at| size(at * 10, 20 * kib, 10, 0))
+                .collect()
+        };
+        // A full tier waits while files are read...
+        assert_eq!(plan(&small(4), LARGE_BYTES), Some(vec![0, 10, 20, 30]));
+        assert_eq!(plan_while_reading(&small(4), LARGE_BYTES), None);
+        assert_eq!(plan_while_reading(&small(16), LARGE_BYTES), None);
+        // ...until the small layers pass the bound; large ones never count.
+        let crowded = plan_while_reading(&small(17), LARGE_BYTES).expect("a merge");
+        assert!(crowded.len() >= 2, "{crowded:?}");
+        let mut with_large = small(16);
+        with_large.extend((0..8).map(|at| size(1000 + at * 100, LARGE_BYTES, 100, 0)));
+        assert_eq!(plan_while_reading(&with_large, LARGE_BYTES), None);
     }
 
     #[test]

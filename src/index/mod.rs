@@ -50,10 +50,9 @@ use regex_syntax::hir::Hir;
 
 use background::keep_indexing;
 use build::{build, switch_off};
-use live::{Found, Live};
+use live::{Found, Live, Looker};
 use os::{lower_priority, return_freed_memory};
 use tree::{PathKey, depth};
-use watch::Changes;
 
 use cache::RootCache;
 
@@ -89,9 +88,12 @@ struct Shared {
     /// Whether the change feed may use the OS's notifications.
     change_notifications: bool,
     state: Mutex<State>,
-    /// Signalled when a call leaves files for the background indexing
-    /// (and when the model is dropped).
+    /// Signalled when a call leaves files for the background indexing,
+    /// when changes are queued (and when the model is dropped).
     unread: Condvar,
+    /// The change feed holds changes no one has applied yet: the
+    /// background applies them when no call does.
+    changes_queued: AtomicBool,
     cancelled: AtomicBool,
     /// The build thread has not finished: contents are still being indexed.
     building: AtomicBool,
@@ -177,6 +179,7 @@ impl Shared {
             change_notifications,
             state: Mutex::new(if enabled { State::Building } else { State::Off }),
             unread: Condvar::new(),
+            changes_queued: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             building: AtomicBool::new(enabled),
             calls: AtomicUsize::new(0),
@@ -441,22 +444,14 @@ impl TreeModel {
             return None;
         };
         let root = self.shared.gate.root();
-        let changes = match live.watcher.drain() {
-            Changes::Paths(_) | Changes::Unknown if live.sweep_owed => Changes::Unknown,
-            changes => changes,
+        let looker = if cheap_only {
+            Looker::CheapCall
+        } else {
+            Looker::Call
         };
-        if cheap_only && matches!(changes, Changes::Unknown) {
-            // Lost events are not forgotten: the next full call sweeps.
-            live.sweep_owed = true;
-            return None;
-        }
-        live.sweep_owed = false;
-        let Some(changed) = live.tree.refresh(changes, &self.shared.gate) else {
-            // The tree changed faster than it could be followed: walk this
-            // time, and look at everything again next time.
-            live.sweep_owed = true;
-            return None;
-        };
+        // Lost changes or a tree that changed faster than it could be
+        // followed: walk this time, and sweep at the next look.
+        let changed = live.catch_up(&self.shared.gate, looker)?;
         if live.tree.has_unread() {
             // Read off this call's path, by the build thread.
             self.shared.unread.notify_one();
@@ -856,6 +851,37 @@ mod tests {
             ["new.txt"]
         );
         assert!(candidate_names(&model, &gate, &query("stale_word")) == ["old.txt"]);
+    }
+
+    #[test]
+    fn changes_made_while_no_call_runs_are_indexed_as_they_come() {
+        let (_dir, gate) = generated_tree(40, 21);
+        let model = ready_model(&gate);
+        fs::write(gate.root().join("later.txt"), "later_word\n").unwrap();
+        fs::write(gate.root().join("d0/e0/f0.txt"), "edited_word\n").unwrap();
+        // No call is made: the change feed wakes the background, which
+        // applies the changes and reads both files.
+        until(|| {
+            let state = model.shared.state.lock().unwrap();
+            let State::Ready(live) = &*state else {
+                panic!("the model is ready");
+            };
+            let indexed = |relative| {
+                live.tree
+                    .get(relative)
+                    .is_some_and(|(_, node)| matches!(node.content, Content::Base(_)))
+            };
+            indexed("later.txt") && indexed("d0/e0/f0.txt") && !live.tree.has_unread()
+        });
+        let query = ContentQuery::literal;
+        assert_eq!(
+            candidate_names(&model, &gate, &query("later_word")),
+            ["later.txt"]
+        );
+        assert_eq!(
+            candidate_names(&model, &gate, &query("edited_word")),
+            ["d0/e0/f0.txt"]
+        );
     }
 
     /// What file `relative` holds in the model, once the background has

@@ -155,6 +155,42 @@ impl ChangeWatcher {
         }
     }
 
+    /// A handle that tells a waiting thread when changes are queued for the
+    /// next drain, without draining them; `None` when drains never answer
+    /// with paths. Waiting on it lets the background catch up with a bulk
+    /// change (a checkout) while it happens, before the kernel's queue
+    /// (`fs.inotify.max_queued_events`) overflows.
+    pub fn signal(&self) -> Option<ChangeSignal> {
+        match &self.feed {
+            #[cfg(target_os = "linux")]
+            Feed::Inotify(feed) => {
+                let feed = feed.lock().ok()?;
+                if !feed.is_live() {
+                    return None;
+                }
+                let (queue, stopped) = feed.signal_handles()?;
+                Some(ChangeSignal { queue, stopped })
+            }
+            Feed::Off => None,
+        }
+    }
+
+    /// Reads the changes queued so far into the next drain's answer,
+    /// without applying them: called as they come (see
+    /// [`ChangeWatcher::signal`]), the kernel's queue cannot overflow
+    /// while no one drains.
+    pub fn collect(&self) {
+        match &self.feed {
+            #[cfg(target_os = "linux")]
+            Feed::Inotify(feed) => {
+                if let Ok(mut feed) = feed.lock() {
+                    feed.collect();
+                }
+            }
+            Feed::Off => {}
+        }
+    }
+
     /// Whether drains can ever answer with paths (false: the caller
     /// re-validates on every call, and may as well not drain).
     pub fn is_live(&self) -> bool {
@@ -163,6 +199,38 @@ impl ChangeWatcher {
             Feed::Inotify(feed) => feed.lock().is_ok_and(|feed| feed.is_live()),
             Feed::Off => false,
         }
+    }
+}
+
+/// See [`ChangeWatcher::signal`].
+pub struct ChangeSignal {
+    /// The feed's queue (a second descriptor of it: the feed may be
+    /// dropped while a thread waits).
+    #[cfg(target_os = "linux")]
+    queue: std::os::fd::OwnedFd,
+    /// Readable once [`ChangeSignal::stop`] was called.
+    #[cfg(target_os = "linux")]
+    stopped: std::os::fd::OwnedFd,
+}
+
+impl ChangeSignal {
+    /// Waits until a change is queued (true; it stays queued for the next
+    /// drain) or [`ChangeSignal::stop`] was called (false).
+    pub fn wait(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            inotify::wait_for_events(&self.queue, &self.stopped)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
+
+    /// Ends every wait, now and later.
+    pub fn stop(&self) {
+        #[cfg(target_os = "linux")]
+        inotify::stop_waits(&self.stopped);
     }
 }
 

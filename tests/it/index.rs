@@ -457,14 +457,15 @@ fn beyond_path_max(top: &std::path::Path) {
 }
 
 /// Bytes read so far by the threads of process `pid` other than the
-/// model's background thread ("index-build"): what tool calls read.
+/// model's own ("index-build", "index-background", "index-changes"): what
+/// tool calls read.
 #[cfg(target_os = "linux")]
 fn read_by_calls(pid: u32) -> u64 {
     let mut total = 0;
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
         let task = task.expect("task").path();
         let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
-        if name.trim() == "index-build" {
+        if name.starts_with("index-") {
             continue;
         }
         let io = std::fs::read_to_string(task.join("io")).unwrap_or_default();
@@ -568,4 +569,95 @@ fn walkdir_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// A bulk change while no call runs, of more files than the kernel's queue
+/// of changes holds unread (`fs.inotify.max_queued_events`), is collected
+/// as it happens: no change is lost, and the background indexes the files
+/// before any call asks.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_bulk_change_while_no_call_runs_is_followed_as_it_happens() {
+    let project = generated_tree(50);
+    let log = project.outside().join("bulk.log");
+    let args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let server = Server::start_with(&project.root, &args, &[]).await;
+    wait_for_index(&log).await;
+    let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or(16_384);
+    // Each new file queues at least CREATE, MODIFY and CLOSE_WRITE.
+    let files = queued / 2 + 64;
+    std::fs::create_dir(project.root.join("bulk")).unwrap();
+    for index in 0..files {
+        let path = project.root.join(format!("bulk/{index}.txt"));
+        std::fs::write(path, format!("bulk_word_{index}\n")).unwrap();
+        if index % 1_000 == 999 {
+            // A checkout's pace, far above what the queue holds unread.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    // The background reads them with no call made: their layers are
+    // written to the cache once it has nothing left to read.
+    let stored = "index cache: wrote segments";
+    let stores_before = std::fs::read_to_string(&log)
+        .unwrap()
+        .matches(stored)
+        .count();
+    common::eventually("the background stored the new files' layers", || {
+        std::fs::read_to_string(&log).is_ok_and(|text| text.matches(stored).count() > stores_before)
+    })
+    .await;
+    let last = format!("bulk_word_{}", files - 1);
+    let found = matches(
+        &server
+            .ok("search_project_files", json!({"query": last}))
+            .await,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, format!("bulk/{}.txt", files - 1));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("change notifications were lost"),
+        "the queue overflowed:\n{text}"
+    );
+    server.stop().await;
+}
+
+/// The server's own log file inside the project is hidden from every tool,
+/// and the lines the index's work writes to it start no more work.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_log_file_inside_the_project_is_hidden_and_starts_no_work() {
+    let project = generated_tree(50);
+    std::fs::create_dir(project.root.join("logs")).unwrap();
+    // A name the project's ignore files (`*.log`) do not hide.
+    let log = project.root.join("logs/server [1].out");
+    let args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let server = Server::start_with(&project.root, &args, &[]).await;
+    wait_for_index(&log).await;
+    let listed = server
+        .ok("list_project_directory", json!({"path": "logs"}))
+        .await;
+    assert_eq!(listed["entries"], json!([]), "{listed}");
+    server
+        .err_saying(
+            "read_project_file",
+            json!({"path": "logs/server [1].out"}),
+            "deny-list",
+        )
+        .await;
+    // Quiet from now on: nothing changes but the log itself.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let quiet = std::fs::read_to_string(&log).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        later.lines().count(),
+        quiet.lines().count(),
+        "the log kept growing while nothing changed:\n{}",
+        &later[quiet.len()..]
+    );
+    server.stop().await;
 }

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -77,6 +78,8 @@ pub(super) struct InotifyFeed {
     /// every drain answers `Unknown` from then on.
     broken: Option<String>,
     buffer: Vec<u8>,
+    /// Events read ahead of the next drain (see [`InotifyFeed::collect`]).
+    collected: Option<Box<Batch>>,
 }
 
 /// What one drain has collected so far.
@@ -168,6 +171,7 @@ impl InotifyFeed {
             folders: HashMap::new(),
             broken: None,
             buffer: vec![0; READ_BUFFER_BYTES],
+            collected: None,
         };
         feed.watch_tree(root, &mut Batch::new(false), pause);
         if let Some(reason) = feed.broken.take() {
@@ -185,12 +189,26 @@ impl InotifyFeed {
         self.broken.is_none()
     }
 
+    /// A second descriptor of the queue and a new stop flag (an eventfd),
+    /// to wait on (see [`wait_for_events`]).
+    pub(super) fn signal_handles(&self) -> Option<(OwnedFd, OwnedFd)> {
+        let queue = self.inotify.as_fd().try_clone_to_owned().ok()?;
+        let stopped = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).ok()?;
+        Some((queue, stopped))
+    }
+
     pub(super) fn drain(&mut self) -> Changes {
         if self.broken.is_some() {
             return Changes::Unknown;
         }
-        let mut batch = Batch::new(true);
-        self.read_pending(&mut batch);
+        let mut batch = self
+            .collected
+            .take()
+            .map_or_else(|| Batch::new(true), |batch| *batch);
+        if !self.read_pending(&mut batch) {
+            // A writer that never pauses must not keep a call waiting.
+            batch.lost = true;
+        }
         self.settle_moves(&mut batch);
         if self.broken.is_some() {
             return Changes::Unknown;
@@ -204,14 +222,30 @@ impl InotifyFeed {
         Changes::Paths(paths)
     }
 
-    /// Reads and handles every queued event, until the queue is empty
-    /// or the drain has read its fill.
-    fn read_pending(&mut self, batch: &mut Batch) {
+    /// Reads the queued events into the next drain's answer, so that the
+    /// kernel's queue does not overflow while no one drains. Folders moved
+    /// or made are watched at the drain, once both halves of a rename are
+    /// read: their entries are reported then.
+    pub(super) fn collect(&mut self) {
+        if self.broken.is_some() {
+            return;
+        }
+        let mut batch = self
+            .collected
+            .take()
+            .unwrap_or_else(|| Box::new(Batch::new(true)));
+        // What is left past one fill is read by the next collect or drain.
+        self.read_pending(&mut batch);
+        self.collected = Some(batch);
+    }
+
+    /// Reads and handles queued events until the queue is empty (true) or
+    /// one fill of events is read (false).
+    fn read_pending(&mut self, batch: &mut Batch) -> bool {
         let mut handled = 0;
         loop {
             if handled >= self.limits.max_events {
-                batch.lost = true;
-                return;
+                return false;
             }
             let events: Vec<Event> = match self.inotify.read_events(&mut self.buffer) {
                 Ok(events) => events
@@ -221,18 +255,18 @@ impl InotifyFeed {
                         name: event.name.map(|name| name.to_os_string()),
                     })
                     .collect(),
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
                     self.break_down(format!("reading notifications failed: {error}"));
-                    return;
+                    return true;
                 }
             };
             handled += events.len();
             for event in events {
                 self.handle(event, batch);
                 if self.broken.is_some() {
-                    return;
+                    return true;
                 }
             }
         }
@@ -443,6 +477,34 @@ impl InotifyFeed {
     }
 }
 
+/// Waits until `queue` (an inotify descriptor) holds an event (true) or
+/// `stopped` (an eventfd) was written to (false). Reads neither.
+pub(super) fn wait_for_events(queue: &OwnedFd, stopped: &OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    loop {
+        let mut fds = [
+            PollFd::new(queue, PollFlags::IN),
+            PollFd::new(stopped, PollFlags::IN),
+        ];
+        match poll(&mut fds, None) {
+            Ok(_) if fds[1].revents().is_empty() => {
+                return fds[0].revents().contains(PollFlags::IN);
+            }
+            Ok(_) => return false,
+            Err(rustix::io::Errno::INTR) => continue,
+            // Nothing to wait on: report no change (calls still drain).
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Makes every wait on `stopped` return false.
+pub(super) fn stop_waits(stopped: &OwnedFd) {
+    // An eventfd's counter only saturates; a failed write leaves the
+    // waiter to the end of the process.
+    let _ = rustix::io::write(stopped, &1u64.to_ne_bytes());
+}
+
 /// The name of the file system holding `path` when it is one whose
 /// other clients' writes this kernel never hears of.
 pub(super) fn remote_file_system(path: &Path) -> Option<&'static str> {
@@ -460,6 +522,7 @@ mod tests {
     use super::super::{ChangeWatcher, Changes, IgnoredFn, Limits};
     use super::*;
     use std::fs;
+    use std::time::Duration;
 
     struct Fixture {
         _dir: tempfile::TempDir,
@@ -705,6 +768,27 @@ mod tests {
     }
 
     #[test]
+    fn the_signal_tells_of_queued_changes_and_leaves_them_for_the_drain() {
+        let fixture = Fixture::new();
+        let signal = fixture.watcher.signal().expect("a live feed signals");
+        fixture.write("a.txt", "a");
+        assert!(signal.wait());
+        // Waiting read nothing: the drain still reports the change.
+        assert_eq!(fixture.drain(), vec!["a.txt"]);
+        // Nothing queued: a wait lasts until it is stopped.
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| signal.wait());
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiter.is_finished(), "no change, no wake");
+            signal.stop();
+            assert!(!waiter.join().expect("the waiter ends"));
+        });
+        // Stopped for good, changes or not.
+        fixture.write("b.txt", "b");
+        assert!(!signal.wait());
+    }
+
+    #[test]
     fn a_kernel_queue_overflow_answers_unknown_then_recovers() {
         let fixture = Fixture::new();
         fixture.write("many/seed.txt", "s");
@@ -724,6 +808,32 @@ mod tests {
         assert_eq!(fixture.drain(), vec!["many/after.txt"]);
         fixture.write("fresh/x.txt", "x");
         has(&fixture.drain(), &["fresh", "fresh/x.txt"]);
+    }
+
+    #[test]
+    fn changes_collected_as_they_come_never_overflow_the_kernel_queue() {
+        let fixture = Fixture::new();
+        fixture.write("many/seed.txt", "s");
+        let _ = fixture.drain();
+        let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .unwrap_or(16_384);
+        // As many files as overflow the queue undrained (see above), the
+        // queue collected every 256 of them.
+        let files = queued / 2 + 64;
+        for index in 0..files {
+            fs::write(fixture.path(&format!("many/{index}.txt")), "x").expect("write");
+            if index % 256 == 255 {
+                fixture.watcher.collect();
+            }
+        }
+        let drained = fixture.drain();
+        assert_eq!(drained.len(), files);
+        has(
+            &drained,
+            &["many/0.txt", &format!("many/{}.txt", files - 1)],
+        );
     }
 
     #[test]
