@@ -68,6 +68,11 @@ type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
 /// from the process: after a bulk change those lookups visit most of them.
 const BATCHES_PER_PAGE_DROP: u32 = 32;
 
+/// How long a changed file rests before the background reads it: one
+/// rewritten again and again (a log the project does not ignore) is read
+/// once it rests, not after every write; calls scan it meanwhile.
+const CHANGE_QUIET: Duration = Duration::from_millis(500);
+
 /// How long the change waker lets a burst of changes gather before it
 /// wakes the background again.
 const CHANGES_GATHER: Duration = Duration::from_millis(50);
@@ -207,7 +212,7 @@ fn next_work(
             }
         }
         let batch = if live.tree.has_unread() {
-            live.tree.unread(UNREAD_BATCH)
+            live.tree.unread(UNREAD_BATCH, CHANGE_QUIET)
         } else if live.tree.has_listed() {
             let batch = live
                 .tree
@@ -266,7 +271,8 @@ fn next_work(
             Some(due) => due.saturating_duration_since(now),
             None => Duration::from_secs(5),
         };
-        if unsettled {
+        // Files changed a moment ago are read once they rest.
+        if unsettled || live.tree.has_unread() {
             wait = wait.min(SETTLE_STEP);
         }
         if store_after > now && heap_bytes > 0 {

@@ -10,7 +10,7 @@ use std::fs::Metadata;
 use std::io::Read;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::tombstones::Tombstones;
 use crate::corpus::searchable::MAX_SEARCHED_BYTES;
@@ -103,7 +103,7 @@ impl Seen {
     }
 
     fn time(self) -> SystemTime {
-        let nanos = std::time::Duration::from_nanos(self.0.unsigned_abs());
+        let nanos = Duration::from_nanos(self.0.unsigned_abs());
         if self.0 >= 0 {
             SystemTime::UNIX_EPOCH + nanos
         } else {
@@ -611,14 +611,23 @@ impl Tree {
 
     /// Up to `max` files for the background indexing to read, in path
     /// order, with the stamps the file list holds and when they were first
-    /// seen.
-    pub fn unread(&self, max: usize) -> Vec<(String, Stamp, SystemTime)> {
+    /// seen: those at rest, whose stamps show no change within `quiet`, or
+    /// were first seen that long ago (a stamp in the future).
+    pub fn unread(&self, max: usize, quiet: Duration) -> Vec<(String, Stamp, SystemTime)> {
+        let now = SystemTime::now();
         self.ledger
             .unread
             .iter()
             .filter_map(|key| {
                 let node = self.nodes.get(key)?;
-                Some((key.0.clone(), node.stamp?, node.first_seen.time()))
+                let first_seen = node.first_seen.time();
+                let stamp = node.stamp.filter(|stamp| {
+                    !stamp.changed_within(quiet, now)
+                        || now
+                            .duration_since(first_seen)
+                            .is_ok_and(|seen| seen >= quiet)
+                })?;
+                Some((key.0.clone(), stamp, first_seen))
             })
             .take(max)
             .collect()
@@ -1125,6 +1134,41 @@ mod tests {
         assert!(!tree.has_listed());
         let (_, node) = tree.get(untrusted).expect("listed");
         assert!(matches!(node.content, Content::Unread));
+    }
+
+    #[test]
+    fn unread_files_are_handed_out_once_seen_long_enough() {
+        let (_dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
+        let gate = PathGate::new(root.clone(), &[]).expect("gate");
+        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
+        let mut tree = Tree::new(&gate);
+        tree.fill(vec![entries(1, 3, stamp)]);
+        let [old, new] = [
+            "src/module_0000/source_file_0.rs",
+            "src/module_0000/source_file_1.rs",
+        ];
+        // Both just written: the one first seen long ago rests (its stamp
+        // lies in the future), the one first seen now does not.
+        let now = SystemTime::now();
+        let second = Duration::from_secs(1);
+        for (relative, seen) in [(old, now - 10 * second), (new, now)] {
+            tree.update(relative, |node| {
+                node.content = Content::Unread;
+                node.first_seen = Seen::of(seen);
+            });
+        }
+        let names = |quiet| -> Vec<String> {
+            tree.unread(10, quiet)
+                .into_iter()
+                .map(|(relative, _, _)| relative)
+                .collect()
+        };
+        assert_eq!(names(5 * second), [old]);
+        assert_eq!(names(Duration::ZERO), [old, new]);
+        assert!(tree.has_unread());
+        // A file that has not changed for a while rests however recently
+        // it was first seen (a session's first look at an old file).
+        assert!(!stamp.changed_within(second, now + 10 * second));
     }
 
     /// What the file list reports is what the heap holds for it, within a

@@ -222,11 +222,17 @@ impl Stamp {
     /// tick may not have moved on (git's "racily clean" entries), or it
     /// lies in the future.
     pub fn is_racy(&self, seen_at: SystemTime) -> bool {
-        let Ok(seen) = seen_at.duration_since(SystemTime::UNIX_EPOCH) else {
+        self.changed_within(self.doubt(), seen_at)
+    }
+
+    /// Whether the file changed within `window` before `now`, or its stamp
+    /// lies in the future.
+    pub fn changed_within(&self, window: Duration, now: SystemTime) -> bool {
+        let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else {
             return true;
         };
         let latest = self.modified.as_nanos().max(self.changed.as_nanos());
-        latest + self.doubt().as_nanos() as i128 >= seen.as_nanos() as i128
+        latest + window.as_nanos() as i128 >= now.as_nanos() as i128
     }
 
     /// Whether this stamp, first seen at `first_seen` and seen again the
