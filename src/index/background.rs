@@ -115,9 +115,10 @@ pub(super) fn keep_indexing(shared: &Shared, built: Built) {
 }
 
 /// Collects the changes as they come and wakes the background, until
-/// `signal` is stopped.
+/// `signal` is stopped or the feed breaks down (calls re-check the tree
+/// from then on).
 fn wake_on_changes(shared: &Shared, watcher: &ChangeWatcher, signal: &ChangeSignal) {
-    while signal.wait() && !shared.stopping() {
+    while signal.wait() && !shared.stopping() && watcher.is_live() {
         watcher.collect();
         shared.changes_queued.store(true, Ordering::Release);
         shared.unread.notify_all();
