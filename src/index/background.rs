@@ -389,10 +389,10 @@ fn read_into_layer(
             },
         )?;
         for ((relative, stamp, _, versions), (now, trusted, read)) in chunk.iter().zip(reads) {
-            let (relative, stamp) = (relative.clone(), *stamp);
             if part.pairs() >= pairs {
                 break;
             }
+            let (relative, stamp) = (relative.clone(), *stamp);
             match read {
                 Read::Same(at) if now == Some(stamp) && trusted => {
                     same.push((relative, stamp, versions[at]));
@@ -403,8 +403,8 @@ fn read_into_layer(
                 Read::Content(content) if now == Some(stamp) && trusted => {
                     others.push((relative, stamp, content));
                 }
-                // Changed since the list saw it: a call will see the change
-                // and queue it again; meanwhile it is always a candidate.
+                // Changed since the list saw it: the change feed (or a call)
+                // queues it again; meanwhile it is always a candidate.
                 _ => others.push((relative, stamp, Content::Always)),
             }
         }

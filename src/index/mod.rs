@@ -1,6 +1,7 @@
 //! The live model of the project tree: the walker's file list plus a
 //! trigram index over the files' contents, built in the background when the
-//! project opens and brought up to date at the start of every call.
+//! project opens, kept up to date as the change feed reports changes, and
+//! brought up to date at the start of every call.
 //!
 //! [`TreeModel`] is the facade. [`TreeModel::candidates`] answers "which
 //! files under this folder may contain this query": a superset of the files

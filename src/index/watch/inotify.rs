@@ -788,18 +788,23 @@ mod tests {
         assert!(!signal.wait());
     }
 
+    /// New files enough to overflow the kernel's queue when no one reads
+    /// it: each queues at least CREATE and MODIFY, and the kernel keeps
+    /// fs.inotify.max_queued_events (16,384 by default) before it drops.
+    fn files_over_the_queue() -> usize {
+        let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .unwrap_or(16_384);
+        queued / 2 + 64
+    }
+
     #[test]
     fn a_kernel_queue_overflow_answers_unknown_then_recovers() {
         let fixture = Fixture::new();
         fixture.write("many/seed.txt", "s");
         let _ = fixture.drain();
-        // Each new file queues at least CREATE and MODIFY; the kernel keeps
-        // fs.inotify.max_queued_events (16,384 by default) before it drops.
-        let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
-            .ok()
-            .and_then(|text| text.trim().parse::<usize>().ok())
-            .unwrap_or(16_384);
-        for index in 0..queued / 2 + 64 {
+        for index in 0..files_over_the_queue() {
             fs::write(fixture.path(&format!("many/{index}.txt")), "x").expect("write");
         }
         assert_eq!(fixture.watcher.drain(), Changes::Unknown);
@@ -815,13 +820,9 @@ mod tests {
         let fixture = Fixture::new();
         fixture.write("many/seed.txt", "s");
         let _ = fixture.drain();
-        let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
-            .ok()
-            .and_then(|text| text.trim().parse::<usize>().ok())
-            .unwrap_or(16_384);
         // As many files as overflow the queue undrained (see above), the
         // queue collected every 256 of them.
-        let files = queued / 2 + 64;
+        let files = files_over_the_queue();
         for index in 0..files {
             fs::write(fixture.path(&format!("many/{index}.txt")), "x").expect("write");
             if index % 256 == 255 {
