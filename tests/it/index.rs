@@ -593,9 +593,10 @@ async fn a_bulk_change_while_no_call_runs_is_followed_as_it_happens() {
     for index in 0..files {
         let path = project.root.join(format!("bulk/{index}.txt"));
         std::fs::write(path, format!("bulk_word_{index}\n")).unwrap();
-        if index % 1_000 == 999 {
-            // A checkout's pace, far above what the queue holds unread.
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        if index % 500 == 499 {
+            // A checkout's pace (about 20,000 files a second), far above
+            // what the queue holds unread.
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     // The background reads them with no call made: their layers are
