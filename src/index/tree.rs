@@ -1096,17 +1096,30 @@ mod tests {
         );
     }
 
+    /// A root holding one file, its gate, and that file's stamp (which
+    /// [`entries`] gives every entry).
+    fn one_file_root() -> (tempfile::TempDir, PathGate, Stamp) {
+        let (dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
+        let gate = PathGate::new(root.clone(), &[]).expect("gate");
+        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
+        (dir, gate, stamp)
+    }
+
+    /// A tree filled with [`entries`]`(folders, per_folder)`.
+    fn filled_tree(folders: usize, per_folder: usize) -> (tempfile::TempDir, Tree, Stamp) {
+        let (dir, gate, stamp) = one_file_root();
+        let mut tree = Tree::new(&gate);
+        tree.fill(vec![entries(folders, per_folder, stamp)]);
+        (dir, tree, stamp)
+    }
+
     /// Files a restore left listed are handed out in path order after the
     /// last one, those with stamps not trusted yet passed over; once past
     /// the last, what is left is tracked one by one.
     #[test]
     fn listed_files_are_handed_out_after_the_last_and_the_rest_tracked_at_the_end() {
-        let (_dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
-        let gate = PathGate::new(root.clone(), &[]).expect("gate");
-        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
-        let mut tree = Tree::new(&gate);
         // 4 folders of 9 files, every third one listed: 12 listed files.
-        tree.fill(vec![entries(4, 9, stamp)]);
+        let (_dir, mut tree, stamp) = filled_tree(4, 9);
         let untrusted = "src/module_0001/source_file_0.rs";
         tree.update(untrusted, |node| node.settled = false);
         assert!(tree.has_listed() && tree.mostly_listed());
@@ -1138,11 +1151,7 @@ mod tests {
 
     #[test]
     fn unread_files_are_handed_out_once_seen_long_enough() {
-        let (_dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
-        let gate = PathGate::new(root.clone(), &[]).expect("gate");
-        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
-        let mut tree = Tree::new(&gate);
-        tree.fill(vec![entries(1, 3, stamp)]);
+        let (_dir, mut tree, stamp) = filled_tree(1, 3);
         let [old, new] = [
             "src/module_0000/source_file_0.rs",
             "src/module_0000/source_file_1.rs",
@@ -1180,9 +1189,7 @@ mod tests {
         ignore = "on the Windows build Tree::bytes counts about 30 % less than the heap holds (docs/install.md)"
     )]
     fn the_reported_bytes_are_what_the_heap_holds() {
-        let (_dir, root) = crate::security::temp_root(&[("a.txt", "x")]);
-        let gate = PathGate::new(root.clone(), &[]).expect("gate");
-        let stamp = stamp_at(&root.join("a.txt")).expect("stamp");
+        let (_dir, gate, stamp) = one_file_root();
         let before = held();
         // Two parts, as two walking threads make them.
         let (even, odd): (Vec<_>, Vec<_>) = entries(400, 50, stamp)
