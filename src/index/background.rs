@@ -204,13 +204,13 @@ fn next_work(
             return Some(Work::Store);
         }
         let large = merge::large_bytes(shared.limit_bytes);
-        if live.tree.has_unread() || live.tree.has_listed() {
-            let sizes = live
-                .base
-                .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
-            if let Some(first_ids) = merge::plan_while_reading(&sizes, large) {
-                return Some(Work::Merge(first_ids));
-            }
+        let sizes = live
+            .base
+            .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
+        if (live.tree.has_unread() || live.tree.has_listed())
+            && let Some(first_ids) = merge::plan_while_reading(&sizes, large)
+        {
+            return Some(Work::Merge(first_ids));
         }
         let batch = if live.tree.has_unread() {
             live.tree.unread(UNREAD_BATCH, CHANGE_QUIET)
@@ -239,9 +239,6 @@ fn next_work(
             });
             return Some(Work::Read(batch.collect()));
         }
-        let sizes = live
-            .base
-            .sizes(|ids| live.tree.dead_count(ids), &live.restamped);
         if let Some(first_ids) = merge::plan(&sizes, large) {
             return Some(Work::Merge(first_ids));
         }
