@@ -64,8 +64,9 @@ const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
 type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
 
 /// Read batches after which the pages of the mapped layers that the
-/// batches' version lookups touched (names and file records) are dropped
-/// from the process: after a bulk change those lookups visit most of them.
+/// batches touched (the records and names of the versions found, and the
+/// candidates of the calls between) are dropped from the process; they
+/// are also dropped whenever the background runs out of work.
 const BATCHES_PER_PAGE_DROP: u32 = 32;
 
 /// How long a changed file rests before the background reads it: one
@@ -144,6 +145,7 @@ fn keep_covering(shared: &Shared, built: Built) {
             &mut ready,
             store_after,
             &mut listed_after,
+            &mut batches_read,
         ) else {
             return;
         };
@@ -175,7 +177,9 @@ fn keep_covering(shared: &Shared, built: Built) {
 /// Waits for work and says what it is; logs "index ready" once the index
 /// covers the tree and nothing is left to merge or write. Files a restore
 /// left listed are read in path order, `listed_after` the last one handed
-/// out. `None` once the model is dropped or switched off.
+/// out. With nothing to do, the mapped layers' pages touched since
+/// `batches_read` was last zeroed are dropped. `None` once the model is
+/// dropped or switched off.
 fn next_work(
     shared: &Shared,
     readers: &mut [Indexer],
@@ -183,6 +187,7 @@ fn next_work(
     ready: &mut Option<Built>,
     store_after: Instant,
     listed_after: &mut Option<String>,
+    batches_read: &mut u32,
 ) -> Option<Work> {
     let mut state = shared.state.lock().ok()?;
     loop {
@@ -254,6 +259,12 @@ fn next_work(
                 built.started.elapsed().as_millis()
             );
         }
+        if *batches_read > 0 {
+            *batches_read = 0;
+            for segment in mapped_segments(live) {
+                segment.drop_resident_pages();
+            }
+        }
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         let scrub_due = scrub.due(shared, live);
         if scrub_due.is_some_and(|due| now >= due) && !calls {
@@ -303,19 +314,22 @@ fn heap_layers_bytes(shared: &Shared, live: &super::live::Live) -> usize {
 /// Drops the pages of the layers mapped from the cache from the process;
 /// lookups touch again only what they need.
 fn drop_mapped_pages(shared: &Shared) {
-    let mapped: Vec<Arc<Segment>> = match shared.state.lock().as_deref() {
-        Ok(State::Ready(live)) => live
-            .base
-            .layers()
-            .iter()
-            .filter(|layer| layer.stored.is_some())
-            .map(|layer| Arc::clone(&layer.segment))
-            .collect(),
+    let mapped = match shared.state.lock().as_deref() {
+        Ok(State::Ready(live)) => mapped_segments(live),
         _ => return,
     };
     for segment in mapped {
         segment.drop_resident_pages();
     }
+}
+
+fn mapped_segments(live: &super::live::Live) -> Vec<Arc<Segment>> {
+    live.base
+        .layers()
+        .iter()
+        .filter(|layer| layer.stored.is_some())
+        .map(|layer| Arc::clone(&layer.segment))
+        .collect()
 }
 
 /// Applies the changes queued and looks again at the entries whose stamps

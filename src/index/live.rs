@@ -196,7 +196,7 @@ impl Live {
             .base
             .layers()
             .iter()
-            .filter(|layer| layer.segment.heap_bytes() > 0)
+            .filter(|layer| layer.segment.on_heap())
             .map(|layer| layer.first_id)
             .collect();
         let mut dropped = false;

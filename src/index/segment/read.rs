@@ -11,11 +11,15 @@
 //! the map would make every call's resident size that of all it touched.
 //! The heap keeps the first trigram of every block of 64 lookup entries,
 //! so finding a trigram's list is one read of a block (512 bytes) and one
-//! of the list. A merge, which reads every list once in order, reads them
+//! of the list; and a keyed hash of every file name, so finding a name
+//! touches the map only where the segment holds it (a bisection of the
+//! names would touch a page of every segment for every name, and the
+//! background looks up each file it reads in every segment). A merge, which reads every list once in order, reads them
 //! through the map and gives the pages back as it goes.
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::hash::{BuildHasher, RandomState};
 
 use memmap2::Mmap;
 
@@ -25,7 +29,7 @@ use super::format::{
     LOOKUP_BYTES, SECTIONS, Section, SegmentError, Span, TRIGRAM_LIMIT, VARINT, in_path_order,
     is_valid_name, read_varint, u32_at, u64_at,
 };
-use crate::walk::{self, Stamp};
+use crate::walk::Stamp;
 
 /// Filter case modes a writer may record (the index's `FilterCase`).
 const FILTER_CASES: u8 = 3;
@@ -40,6 +44,21 @@ pub struct Segment {
     header: Header,
     /// The first trigram of each block of the lookup table.
     lookup_blocks: Vec<u32>,
+    names: NameIndex,
+}
+
+/// Every file's name hash (upper 32 bits) and local id (lower), sorted:
+/// what [`Segment::find_name`] bisects. The hash is keyed per segment, so
+/// names chosen to collide cannot make a lookup visit many files.
+struct NameIndex {
+    keys: RandomState,
+    sorted: Box<[u64]>,
+}
+
+impl NameIndex {
+    fn hash(&self, name: &str) -> u64 {
+        self.keys.hash_one(name) >> 32
+    }
 }
 
 /// Where a trigram's posting list lies in the postings, and its encoding.
@@ -166,13 +185,19 @@ impl Segment {
         })
     }
 
-    /// What the segment holds on the heap (a mapped one: nothing; its pages
-    /// are the kernel's to keep or drop).
+    /// What the segment holds on the heap: its name index, and its bytes
+    /// unless mapped (mapped pages are the kernel's to keep or drop).
     pub fn heap_bytes(&self) -> usize {
-        match &self.bytes {
+        let bytes = match &self.bytes {
             Backing::Mapped(..) => 0,
             Backing::Owned(bytes) => bytes.capacity(),
-        }
+        };
+        bytes + size_of_val(&*self.names.sorted) + self.lookup_blocks.capacity() * 4
+    }
+
+    /// Whether its bytes are held on the heap (not mapped from a file).
+    pub fn on_heap(&self) -> bool {
+        matches!(self.bytes, Backing::Owned(_))
     }
 
     /// Its bytes, to write it to the cache folder as they are.
@@ -202,8 +227,12 @@ impl Segment {
             bytes,
             header,
             lookup_blocks: Vec::new(),
+            names: NameIndex {
+                keys: RandomState::new(),
+                sorted: Box::default(),
+            },
         };
-        segment.check_files()?;
+        segment.names.sorted = segment.check_files()?;
         segment.check_lookup()?;
         Ok(segment)
     }
@@ -212,7 +241,8 @@ impl Segment {
         section_of(&self.bytes, &self.header, section)
     }
 
-    fn check_files(&self) -> Result<(), SegmentError> {
+    /// Checks the file table and names; returns the name index's entries.
+    fn check_files(&self) -> Result<Box<[u64]>, SegmentError> {
         let records = self.section(Section::Files);
         if records.len() as u64 != u64::from(self.header.files) * FILE_RECORD_BYTES as u64 {
             return Err(SegmentError::Damaged("file table length"));
@@ -220,6 +250,7 @@ impl Segment {
         let names = self.section(Section::Names);
         let filters = self.section(Section::Filters).len() as u64;
         let mut previous: Option<&str> = None;
+        let mut sorted = Vec::with_capacity(self.header.files as usize);
         for id in 0..self.header.files {
             let record = self.record(id);
             let start = u32_at(record, 0) as usize;
@@ -234,6 +265,7 @@ impl Segment {
                 return Err(SegmentError::Damaged("file names out of order"));
             }
             previous = Some(name);
+            sorted.push(self.names.hash(name) << 32 | u64::from(id));
             let flags_at = 8 + Stamp::BYTES;
             let (flags, case) = (record[flags_at], record[flags_at + 1]);
             let offset = u64_at(record, flags_at + 4);
@@ -254,7 +286,8 @@ impl Segment {
                 return Err(SegmentError::Damaged("file filter"));
             }
         }
-        Ok(())
+        sorted.sort_unstable();
+        Ok(sorted.into_boxed_slice())
     }
 
     /// Checks the lookup table and keeps the first trigram of each block.
@@ -385,19 +418,17 @@ impl Segment {
         }
     }
 
-    /// The local id of the file named `name`, if the segment holds it
-    /// (names are in path order: a bisection).
+    /// The local id of the file named `name`, if the segment holds it: the
+    /// ids of its hash in the name index, each name compared.
     pub fn find_name(&self, name: &str) -> Option<u32> {
-        let (mut low, mut high) = (0, self.header.files);
-        while low < high {
-            let middle = low + (high - low) / 2;
-            match walk::path_order(self.file(middle)?.name, name) {
-                std::cmp::Ordering::Less => low = middle + 1,
-                std::cmp::Ordering::Greater => high = middle,
-                std::cmp::Ordering::Equal => return Some(middle),
-            }
-        }
-        None
+        let hash = self.names.hash(name);
+        let sorted = &self.names.sorted;
+        let first = sorted.partition_point(|entry| entry >> 32 < hash);
+        sorted[first..]
+            .iter()
+            .take_while(|entry| *entry >> 32 == hash)
+            .map(|entry| *entry as u32)
+            .find(|&local| self.file(local).is_some_and(|file| file.name == name))
     }
 
     /// Where `trigram`'s list lies: the block of the lookup table that
@@ -726,6 +757,65 @@ mod tests {
             Segment::open(&File::open(&path).unwrap(), "/elsewhere"),
             Err(SegmentError::OtherRoot)
         ));
+    }
+
+    #[test]
+    fn every_name_is_found_under_its_id_and_no_other_name_is() {
+        let names = names(500);
+        let (_dir, path, _) = sample(&names, 3);
+        let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
+        for (id, name) in names.iter().enumerate() {
+            assert_eq!(segment.find_name(name), Some(id as u32), "{name}");
+        }
+        for name in [
+            "",
+            "dir0",
+            "dir0/file0.r",
+            "dir0/file0.rs/x",
+            "dir9/file1.rs",
+        ] {
+            assert_eq!(segment.find_name(name), None, "{name}");
+        }
+    }
+
+    /// The resident KiB of the mapping that holds `segment`'s bytes.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(segment: &Segment) -> u64 {
+        let at = segment.raw().as_ptr() as usize;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((start, end)) = range.split_once('-')
+                && let (Ok(start), Ok(end)) = (
+                    usize::from_str_radix(start, 16),
+                    usize::from_str_radix(end, 16),
+                )
+            {
+                inside = (start..end).contains(&at);
+            } else if inside && let Some(rss) = line.strip_prefix("Rss:") {
+                return rss.trim().trim_end_matches(" kB").parse().unwrap();
+            }
+        }
+        panic!("no mapping holds the segment");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn names_a_segment_does_not_hold_are_looked_up_without_touching_its_map() {
+        // 20,000 records and names: about 1.5 MiB a bisection would touch.
+        let names = names(20_000);
+        let (_dir, path, _) = sample(&names, 3);
+        let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
+        let before = resident_kib(&segment);
+        for i in 0..20_000 {
+            let name = format!("elsewhere/file{i}.rs");
+            assert_eq!(segment.find_name(&name), None);
+        }
+        let after = resident_kib(&segment);
+        // A rare clash of hashes reads one record and its name.
+        assert!(after <= before + 128, "{before} KiB, then {after} KiB");
+        assert_eq!(segment.find_name(&names[12_345]), Some(12_345));
     }
 
     #[test]
