@@ -265,6 +265,9 @@ fn next_work(
                 segment.drop_resident_pages();
             }
         }
+        if shared.calls.load(Ordering::Relaxed) == 0 {
+            live.tree.compact_if_slack();
+        }
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         let scrub_due = scrub.due(shared, live);
         if scrub_due.is_some_and(|due| now >= due) && !calls {

@@ -266,8 +266,6 @@ struct Ledger {
     /// (one slot an entry); an entry inserted since may split a full node,
     /// which then holds half of its slots empty.
     slots: usize,
-    /// Entries inserted or removed since the map was last built in bulk.
-    reshaped: usize,
 }
 
 /// Slots per node of the standard library's B-tree (`2 * B - 1`, B = 6).
@@ -449,7 +447,6 @@ impl Tree {
             btree_map::Entry::Vacant(slot) => {
                 self.ledger.account(&slot.key().0, &node, true);
                 self.ledger.slots += SLOTS_PER_INSERT;
-                self.ledger.reshaped += 1;
                 slot.insert(node);
             }
         }
@@ -459,7 +456,6 @@ impl Tree {
         let node = self.nodes.remove(&PathKey(relative.to_string()))?;
         self.ledger.account(relative, &node, false);
         // Its slot stays with the map until nodes merge.
-        self.ledger.reshaped += 1;
         Some(node)
     }
 
@@ -473,17 +469,20 @@ impl Tree {
     }
 
     /// Builds the map again in bulk once entries inserted and removed one
-    /// at a time could have left its nodes much emptier than
-    /// [`Tree::bytes`] estimates (a sixty-fourth of the entries, and at
-    /// least a thousand); then gives the freed memory back.
-    pub fn compact_if_reshaped(&mut self) {
-        if self.ledger.reshaped <= (self.nodes.len() / 64).max(1024) {
+    /// at a time could have left a quarter more slots than entries (and at
+    /// least a thousand more); then gives the freed memory back. The
+    /// rebuild holds every entry twice for a moment (the standard library
+    /// collects them before building), so the background does it when it
+    /// has nothing else to do, and only for that much slack.
+    pub fn compact_if_slack(&mut self) {
+        let entries = self.nodes.len();
+        let slack = self.ledger.slots.saturating_sub(entries);
+        if slack <= (entries / 4).max(1024) {
             return;
         }
         // The old nodes are freed as they are taken.
         self.nodes = std::mem::take(&mut self.nodes).into_iter().collect();
         self.ledger.slots = self.nodes.len();
-        self.ledger.reshaped = 0;
         crate::index::os::return_freed_memory();
     }
 
@@ -1222,7 +1221,7 @@ mod tests {
             );
         }
         tree.finish_listing();
-        tree.compact_if_reshaped();
+        tree.compact_if_slack();
         assert_close(tree.bytes(), held() - before, "changed since");
         drop(tree);
         assert!(held() - before < 4096, "dropped: {} bytes", held() - before);

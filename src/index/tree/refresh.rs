@@ -42,9 +42,7 @@ impl Tree {
         if !self.root_settled {
             work.relist.push(".".to_string());
         }
-        let changed = work.apply(self, gate);
-        self.compact_if_reshaped();
-        changed
+        work.apply(self, gate)
     }
 
     /// Sorts one reported path into the work to do.
