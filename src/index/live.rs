@@ -177,10 +177,13 @@ impl Live {
         self.base.bytes() + self.tree.bytes()
     }
 
-    /// Whether the model fits in `limit_bytes`; the filters of the layers
-    /// held on the heap go first when it does not (the trigrams alone
-    /// still answer exactly).
+    /// Whether the model fits in `limit_bytes`; when it does not, the file
+    /// list's empty slots go first, then the filters of the layers held on
+    /// the heap (the trigrams alone still answer exactly).
     pub(super) fn fits(&mut self, limit_bytes: usize) -> bool {
+        if self.bytes() > limit_bytes {
+            self.tree.compact();
+        }
         if self.bytes() > limit_bytes && !self.without_filters && self.drop_filters() {
             log_filters_left_out(limit_bytes);
         }

@@ -468,16 +468,24 @@ impl Tree {
         }
     }
 
-    /// Builds the map again in bulk once entries inserted and removed one
-    /// at a time could have left a quarter more slots than entries (and at
-    /// least a thousand more); then gives the freed memory back. The
-    /// rebuild holds every entry twice for a moment (the standard library
-    /// collects them before building), so the background does it when it
-    /// has nothing else to do, and only for that much slack.
+    /// [`Tree::compact`] once entries inserted and removed one at a time
+    /// could have left a quarter more slots than entries (and at least a
+    /// thousand more). The rebuild holds every entry twice for a moment
+    /// (the standard library collects them before building), so the
+    /// background does it when it has nothing else to do, and only for
+    /// that much slack.
     pub fn compact_if_slack(&mut self) {
         let entries = self.nodes.len();
-        let slack = self.ledger.slots.saturating_sub(entries);
-        if slack <= (entries / 4).max(1024) {
+        if self.ledger.slots.saturating_sub(entries) > (entries / 4).max(1024) {
+            self.compact();
+        }
+    }
+
+    /// Builds the map again in bulk, if entries inserted or removed since
+    /// it last was may have left slots empty; then gives the freed memory
+    /// back.
+    pub fn compact(&mut self) {
+        if self.ledger.slots <= self.nodes.len() {
             return;
         }
         // The old nodes are freed as they are taken.
@@ -1177,6 +1185,36 @@ mod tests {
         // A file that has not changed for a while rests however recently
         // it was first seen (a session's first look at an old file).
         assert!(!stamp.changed_within(second, now + 10 * second));
+    }
+
+    #[test]
+    fn a_little_slack_waits_for_the_memory_limit_and_much_is_compacted_when_idle() {
+        let (_dir, gate, stamp) = one_file_root();
+        let mut tree = Tree::new(&gate);
+        tree.fill(vec![entries(400, 50, stamp)]);
+        let compact = tree.bytes();
+        // 400 new files among 20,400: their slack is below a quarter.
+        for folder in 0..400 {
+            let relative = format!("src/module_{folder:04}/new.rs");
+            tree.insert(relative, file_node(stamp, Content::Unread));
+        }
+        let grown = tree.bytes();
+        tree.compact_if_slack();
+        assert_eq!(tree.bytes(), grown, "a little slack stays");
+        tree.compact();
+        assert!(tree.bytes() < grown, "{} then {grown}", tree.bytes());
+        let rebuilt = tree.bytes();
+        // 4,000 more: past a quarter.
+        for folder in 0..400 {
+            for file in 0..10 {
+                let relative = format!("src/module_{folder:04}/more_{file}.rs");
+                tree.insert(relative, file_node(stamp, Content::Unread));
+            }
+        }
+        let grown = tree.bytes();
+        tree.compact_if_slack();
+        assert!(tree.bytes() < grown, "{} then {grown}", tree.bytes());
+        assert!(tree.bytes() > rebuilt && rebuilt > compact);
     }
 
     /// What the file list reports is what the heap holds for it, within a
