@@ -14,8 +14,9 @@
 //! of the list; and a keyed hash of every file name, so finding a name
 //! touches the map only where the segment holds it (a bisection of the
 //! names would touch a page of every segment for every name, and the
-//! background looks up each file it reads in every segment). A merge, which reads every list once in order, reads them
-//! through the map and gives the pages back as it goes.
+//! background looks up each file it reads in every segment). A merge,
+//! which reads every list once in order, reads them through the map and
+//! gives the pages back as it goes.
 
 use std::borrow::Cow;
 use std::fs::File;
