@@ -265,10 +265,10 @@ fn next_work(
                 segment.drop_resident_pages();
             }
         }
-        if shared.calls.load(Ordering::Relaxed) == 0 {
+        let calls = shared.calls.load(Ordering::Relaxed) > 0;
+        if !calls {
             live.tree.compact_if_slack();
         }
-        let calls = shared.calls.load(Ordering::Relaxed) > 0;
         let scrub_due = scrub.due(shared, live);
         if scrub_due.is_some_and(|due| now >= due) && !calls {
             return Some(Work::Scrub);
