@@ -96,15 +96,8 @@ fn with_own_log_file(deny_globs: &[String], log_file: Option<&Path>, root: &Path
     let mut globs = deny_globs.to_vec();
     let own = log_file
         .and_then(|file| dunce::canonicalize(file).ok())
-        .and_then(|file| {
-            let relative = file.strip_prefix(root).ok()?;
-            let parts: Option<Vec<&str>> = relative
-                .components()
-                .map(|c| c.as_os_str().to_str())
-                .collect();
-            Some(parts?.join("/"))
-        });
-    if let Some(relative) = own.filter(|relative| !relative.is_empty()) {
+        .and_then(|file| crate::security::relative_to_root(root, &file));
+    if let Some(relative) = own.filter(|relative| relative != ".") {
         globs.push(globset::escape(&relative));
     }
     globs

@@ -232,16 +232,7 @@ impl PathGate {
     /// The `/`-separated path of `path` relative to the root, or `None` when
     /// `path` is not inside the root (compared component by component).
     pub fn relative_of(&self, path: &Path) -> Option<String> {
-        let rest = path.strip_prefix(&self.root).ok()?;
-        let parts: Vec<String> = rest
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        Some(if parts.is_empty() {
-            ".".to_string()
-        } else {
-            parts.join("/")
-        })
+        relative_to_root(&self.root, path)
     }
 
     /// True when `relative` (root-relative, `/`-separated) or any of its
@@ -325,6 +316,22 @@ impl PathGate {
             )
         })
     }
+}
+
+/// The `/`-separated path of `path` relative to `root` (`.` for the root
+/// itself), or `None` when `path` is not inside it (compared component by
+/// component).
+pub fn relative_to_root(root: &Path, path: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rest
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
 }
 
 /// The bytes of `path` after `root` and the `/` that follows it (none for
