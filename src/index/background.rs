@@ -152,10 +152,7 @@ fn keep_covering(shared: &Shared, built: Built) {
         let _busy = super::Busy::new();
         let done = match work {
             Work::Read(batch) => {
-                batches_read = batches_read.wrapping_add(1);
-                if batches_read.is_multiple_of(BATCHES_PER_PAGE_DROP) {
-                    drop_mapped_pages(shared);
-                }
+                batches_read = batches_read.saturating_add(1);
                 read_into_layer(shared, [&mut pacer, &mut helper_pacer], &mut readers, batch)
             }
             Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
@@ -177,9 +174,10 @@ fn keep_covering(shared: &Shared, built: Built) {
 /// Waits for work and says what it is; logs "index ready" once the index
 /// covers the tree and nothing is left to merge or write. Files a restore
 /// left listed are read in path order, `listed_after` the last one handed
-/// out. With nothing to do, the mapped layers' pages touched since
-/// `batches_read` was last zeroed are dropped. `None` once the model is
-/// dropped or switched off.
+/// out. The mapped layers' pages are dropped after
+/// [`BATCHES_PER_PAGE_DROP`] batches read, and with nothing to do once any
+/// was (`batches_read` counts them). `None` once the model is dropped or
+/// switched off.
 fn next_work(
     shared: &Shared,
     readers: &mut [Indexer],
@@ -235,6 +233,9 @@ fn next_work(
             Vec::new()
         };
         if !batch.is_empty() {
+            if *batches_read >= BATCHES_PER_PAGE_DROP {
+                drop_mapped_pages(live, batches_read);
+            }
             for reader in readers.iter_mut() {
                 reader.without_filters = live.without_filters;
             }
@@ -260,10 +261,7 @@ fn next_work(
             );
         }
         if *batches_read > 0 {
-            *batches_read = 0;
-            for segment in mapped_segments(live) {
-                segment.drop_resident_pages();
-            }
+            drop_mapped_pages(live, batches_read);
         }
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         if !calls {
@@ -314,25 +312,16 @@ fn heap_layers_bytes(shared: &Shared, live: &super::live::Live) -> usize {
         .sum()
 }
 
-/// Drops the pages of the layers mapped from the cache from the process;
-/// lookups touch again only what they need.
-fn drop_mapped_pages(shared: &Shared) {
-    let mapped = match shared.state.lock().as_deref() {
-        Ok(State::Ready(live)) => mapped_segments(live),
-        _ => return,
-    };
-    for segment in mapped {
-        segment.drop_resident_pages();
+/// Drops the pages of the layers mapped from the cache from the process
+/// (lookups touch again only what they need) and starts the count of
+/// batches read since.
+fn drop_mapped_pages(live: &super::live::Live, batches_read: &mut u32) {
+    *batches_read = 0;
+    for layer in live.base.layers() {
+        if layer.stored.is_some() {
+            layer.segment.drop_resident_pages();
+        }
     }
-}
-
-fn mapped_segments(live: &super::live::Live) -> Vec<Arc<Segment>> {
-    live.base
-        .layers()
-        .iter()
-        .filter(|layer| layer.stored.is_some())
-        .map(|layer| Arc::clone(&layer.segment))
-        .collect()
 }
 
 /// Applies the changes queued and looks again at the entries whose stamps
