@@ -1189,9 +1189,7 @@ mod tests {
 
     #[test]
     fn a_little_slack_waits_for_the_memory_limit_and_much_is_compacted_when_idle() {
-        let (_dir, gate, stamp) = one_file_root();
-        let mut tree = Tree::new(&gate);
-        tree.fill(vec![entries(400, 50, stamp)]);
+        let (_dir, mut tree, stamp) = filled_tree(400, 50);
         let compact = tree.bytes();
         // 400 new files among 20,400: their slack is below a quarter.
         for folder in 0..400 {
