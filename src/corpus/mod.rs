@@ -21,13 +21,15 @@ pub mod searchable;
 
 use std::io;
 use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::SystemTime;
 
 use regex_syntax::hir::Hir;
 
 pub use crate::index::Pick;
 pub use identity::Outcome;
 
-use crate::index::TreeModel;
+use crate::index::{Candidate, ReadWhole, TreeModel};
 use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 use identity::Known;
@@ -46,6 +48,9 @@ pub struct Corpus<'a> {
 #[derive(Debug, Clone)]
 pub struct Document {
     entry: Entry,
+    /// The tree model waits to read this file again (see
+    /// [`Candidate::awaited`]): reading it whole is worth its hash.
+    awaited: bool,
 }
 
 impl Document {
@@ -61,6 +66,23 @@ impl Document {
                 size: None,
                 ino: None,
             },
+            awaited: false,
+        }
+    }
+
+    /// A file as the walk lists it.
+    fn walked(entry: Entry) -> Self {
+        Self {
+            entry,
+            awaited: false,
+        }
+    }
+
+    /// A candidate of the tree model below `root`.
+    fn candidate(candidate: &Candidate, root: &Path) -> Self {
+        Self {
+            entry: candidate.entry(root),
+            awaited: candidate.awaited,
         }
     }
 
@@ -147,26 +169,31 @@ impl<'a> Corpus<'a> {
     ) -> io::Result<()> {
         let known = Known::default();
         let cancel = &options.cancel;
-        let fresh = || (reader.scratch(), Vec::new());
-        let work = |(scratch, buffer): &mut (R::Scratch, Vec<u8>), entry: &Entry| {
-            let document = Document {
-                entry: entry.clone(),
-            };
-            self.evaluate(reader, &known, scratch, buffer, &document)
+        let root = self.gate.root();
+        let fresh = || Worker {
+            scratch: reader.scratch(),
+            buffer: Vec::new(),
+            read_whole: ReadsWhole {
+                model: self.model,
+                reads: Vec::new(),
+            },
+        };
+        let work = |worker: &mut Worker<'_, R::Scratch>, document: &Document| {
+            self.evaluate(reader, &known, worker, document)
         };
         if start.real.is_file() {
-            let entry = Entry {
+            let document = Document::walked(Entry {
                 relative: start.relative.clone(),
                 path: start.real.clone(),
                 kind: EntryKind::File,
                 depth: 0,
                 size: None,
                 ino: None,
-            };
-            let _ = consume(work(&mut fresh(), &entry));
+            });
+            let _ = consume(work(&mut fresh(), &document));
             return Ok(());
         }
-        let accept = |entry: &Entry| accept(&entry.relative);
+        let accept = |document: &Document| accept(document.name());
         // The model holds the default view only: ignored files need the walk.
         let candidates = if options.include_ignored {
             None
@@ -175,11 +202,11 @@ impl<'a> Corpus<'a> {
         };
         match candidates {
             Some(files) if files.len() <= BATCH_FILES => {
-                let mut state = fresh();
+                let mut worker = fresh();
                 ordered::in_order_here(
-                    &files,
+                    files.iter().map(|file| Document::candidate(file, root)),
                     &accept,
-                    |entry| work(&mut state, entry),
+                    |document| work(&mut worker, document),
                     consume,
                     cancel,
                 );
@@ -187,8 +214,8 @@ impl<'a> Corpus<'a> {
             }
             Some(files) => ordered::in_order_parallel(
                 |visit| {
-                    for entry in files {
-                        if visit(entry).is_break() {
+                    for file in &files {
+                        if visit(Document::candidate(file, root)).is_break() {
                             break;
                         }
                     }
@@ -201,7 +228,11 @@ impl<'a> Corpus<'a> {
                 cancel,
             ),
             None => ordered::in_order_parallel(
-                |visit| walk::walk_files_to_open(self.gate, start, options, visit),
+                |visit| {
+                    walk::walk_files_to_open(self.gate, start, options, |entry| {
+                        visit(Document::walked(entry))
+                    })
+                },
                 accept,
                 fresh,
                 work,
@@ -227,10 +258,11 @@ impl<'a> Corpus<'a> {
         &self,
         reader: &R,
         known: &Known<R::Outcome>,
-        scratch: &mut R::Scratch,
-        buffer: &mut Vec<u8>,
+        worker: &mut Worker<'_, R::Scratch>,
         document: &Document,
     ) -> R::Outcome {
+        // An awaited file's text counts from before it was opened.
+        let seen_at = document.awaited.then(SystemTime::now);
         let Ok((file, metadata)) = document.entry.open(self.gate) else {
             return R::Outcome::default();
         };
@@ -240,19 +272,64 @@ impl<'a> Corpus<'a> {
         {
             return outcome;
         }
-        let Some(length) = read_regular(file, &metadata, buffer) else {
+        let awaited = seen_at.map(|seen_at| (Stamp::of_open(&file, &metadata), seen_at));
+        let Some(length) = read_regular(file, &metadata, &mut worker.buffer) else {
             return R::Outcome::default();
         };
-        let content = &buffer[..length];
+        let content = &worker.buffer[..length];
         let outcome = if looks_binary(&content[..length.min(SNIFF_BYTES)]) {
             R::Outcome::default()
         } else {
-            reader.evaluate(scratch, document, content)
+            if let Some((stamp, seen_at)) = awaited
+                && let Some(read) = ReadWhole::of(document.name(), stamp, seen_at, content)
+            {
+                worker.read_whole.add(read);
+            }
+            reader.evaluate(&mut worker.scratch, document, content)
         };
         if let Some(stamp) = linked {
             known.remember(stamp, &outcome);
         }
         outcome
+    }
+}
+
+/// What one worker thread keeps from document to document.
+struct Worker<'m, S> {
+    scratch: S,
+    buffer: Vec<u8>,
+    read_whole: ReadsWhole<'m>,
+}
+
+/// Awaited files read whole, handed to the tree model a batch at a time,
+/// and the rest when the worker is done.
+struct ReadsWhole<'m> {
+    model: &'m TreeModel,
+    reads: Vec<ReadWhole>,
+}
+
+impl ReadsWhole<'_> {
+    /// Each hand-over takes the model's lock once.
+    const BATCH: usize = 256;
+
+    fn add(&mut self, read: ReadWhole) {
+        self.reads.push(read);
+        if self.reads.len() >= Self::BATCH {
+            self.hand_over();
+        }
+    }
+
+    fn hand_over(&mut self) {
+        if !self.reads.is_empty() {
+            self.model.take_back(&self.reads);
+            self.reads.clear();
+        }
+    }
+}
+
+impl Drop for ReadsWhole<'_> {
+    fn drop(&mut self) {
+        self.hand_over();
     }
 }
 
@@ -268,4 +345,104 @@ fn read_regular(
         return None;
     }
     read_searchable(&mut file, metadata.len(), buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IndexConfig;
+    use std::fs;
+    use std::time::{Duration, Instant};
+
+    /// Names the documents a scan reads.
+    struct Names;
+
+    #[derive(Default, Clone)]
+    struct Name(Option<String>);
+
+    impl Outcome for Name {
+        fn renamed(&self, _: &Document) -> Option<Self> {
+            None
+        }
+        fn weight(&self) -> usize {
+            0
+        }
+    }
+
+    impl Reader for Names {
+        type Scratch = ();
+        type Outcome = Name;
+        fn scratch(&self) {}
+        fn evaluate(&self, _: &mut (), document: &Document, _: &[u8]) -> Name {
+            Name(Some(document.name().to_string()))
+        }
+    }
+
+    fn read_names(corpus: &Corpus<'_>, start: &ResolvedPath, query: &Hir) -> Vec<String> {
+        let mut names = Vec::new();
+        corpus
+            .scan(
+                start,
+                query,
+                &WalkOptions::default(),
+                |_| true,
+                &Names,
+                |name| {
+                    names.extend(name.0);
+                    ControlFlow::Continue(())
+                },
+            )
+            .unwrap();
+        names
+    }
+
+    #[test]
+    fn a_scan_that_reads_a_file_whose_stamp_moved_but_not_its_text_gives_the_model_its_id_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        for i in 0..40 {
+            fs::write(
+                root.join(format!("f{i}.txt")),
+                format!("text of file {i}\n"),
+            )
+            .unwrap();
+        }
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        // Stamps younger than the file system's clock tick are not trusted.
+        std::thread::sleep(Duration::from_millis(250));
+        let model = TreeModel::new(&gate, &IndexConfig::default());
+        model.start();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !model.is_settled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(model.is_ready());
+        let corpus = Corpus::new(&gate, &model);
+        let start = gate.resolve(".").unwrap();
+        let absent = crate::matcher::parse("word_in_no_file", true, false).unwrap();
+        assert!(read_names(&corpus, &start, &absent).is_empty());
+        let path = root.join("f7.txt");
+        let text = fs::read(&path).unwrap();
+        // The same text under a new stamp (as a checkout back and forth
+        // writes it): a candidate until read, and the background waits for
+        // a changed file to rest half a second before it reads it. On a
+        // machine so busy that it got there before the call, again.
+        for _ in 0..5 {
+            fs::remove_file(&path).unwrap();
+            fs::write(&path, &text).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            if read_names(&corpus, &start, &absent).is_empty() {
+                continue;
+            }
+            // That scan read it whole: the model holds its text again.
+            assert!(
+                read_names(&corpus, &start, &absent).is_empty(),
+                "the file is still a candidate after a call read it"
+            );
+            let present = crate::matcher::parse("file 7", true, false).unwrap();
+            assert_eq!(read_names(&corpus, &start, &present), ["f7.txt"]);
+            return;
+        }
+        panic!("the background read the file again before every call");
+    }
 }

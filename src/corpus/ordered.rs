@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, mpsc};
 use std::time::Duration;
 
+use super::Document;
 use crate::cancel::Cancel;
-use crate::walk::{self, Entry, EntryKind};
+use crate::walk::{self, EntryKind};
 
 /// Documents the walk hands to a worker at once: one at a time put the
 /// threads to sleep and woke them (a futex call each) for about every
@@ -66,18 +67,18 @@ impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
 /// Works through `files` (a few) on this thread, in order, until the
 /// consumer has enough or the call is cancelled.
 pub(super) fn in_order_here<T>(
-    files: &[Entry],
-    accept: &impl Fn(&Entry) -> bool,
-    mut work: impl FnMut(&Entry) -> T,
+    files: impl Iterator<Item = Document>,
+    accept: &impl Fn(&Document) -> bool,
+    mut work: impl FnMut(&Document) -> T,
     consume: impl FnMut(T) -> ControlFlow<()>,
     cancel: &Cancel,
 ) {
     let mut in_order = InOrder::new(consume);
-    for (index, entry) in files.iter().filter(|entry| accept(entry)).enumerate() {
+    for (index, document) in files.filter(|document| accept(document)).enumerate() {
         if cancel.is_cancelled() {
             break;
         }
-        if in_order.finish(index, work(entry)) {
+        if in_order.finish(index, work(&document)) {
             break;
         }
     }
@@ -89,10 +90,10 @@ pub(super) fn in_order_here<T>(
 /// both once `consume` breaks or the call is cancelled. A file met once the
 /// run stopped gets `T::default()` without being worked on.
 pub(super) fn in_order_parallel<T: Default + Send, S>(
-    feed: impl FnOnce(&mut dyn FnMut(Entry) -> ControlFlow<()>) -> io::Result<()>,
-    accept: impl Fn(&Entry) -> bool,
+    feed: impl FnOnce(&mut dyn FnMut(Document) -> ControlFlow<()>) -> io::Result<()>,
+    accept: impl Fn(&Document) -> bool,
     state: impl Fn() -> S + Sync,
-    work: impl Fn(&mut S, &Entry) -> T + Sync,
+    work: impl Fn(&mut S, &Document) -> T + Sync,
     consume: impl FnMut(T) -> ControlFlow<()> + Send,
     cancel: &Cancel,
 ) -> io::Result<()> {
@@ -103,7 +104,7 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(InOrder::new(consume));
     let advanced = Condvar::new();
-    let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Entry)>>(workers * 2);
+    let (sender, receiver) = mpsc::sync_channel::<Vec<(usize, Document)>>(workers * 2);
     let receiver = Mutex::new(receiver);
     let halted = || stop.load(Ordering::Relaxed) || cancel.is_cancelled();
 
@@ -117,11 +118,11 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
                         Err(_) => break,
                     };
                     let Ok(batch) = next else { break };
-                    for (index, entry) in batch {
+                    for (index, document) in batch {
                         let outcome = if halted() {
                             T::default()
                         } else {
-                            work(&mut state, &entry)
+                            work(&mut state, &document)
                         };
                         let Ok(mut in_order) = progress.lock() else {
                             return;
@@ -138,15 +139,15 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
         }
         let mut index = 0;
         let mut batch = Vec::with_capacity(BATCH_FILES);
-        let mut visit = |entry: Entry| {
+        let mut visit = |document: Document| {
             if halted() {
                 return ControlFlow::Break(());
             }
-            if entry.kind != EntryKind::File {
+            if document.entry.kind != EntryKind::File {
                 return ControlFlow::Continue(());
             }
-            if accept(&entry) {
-                batch.push((index, entry));
+            if accept(&document) {
+                batch.push((index, document));
                 index += 1;
                 if batch.len() == BATCH_FILES {
                     if !wait_for_room(&progress, &advanced, index, lookahead, &halted) {
@@ -198,16 +199,20 @@ fn wait_for_room<T, C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::walk::Entry;
     use std::path::PathBuf;
 
-    fn file(index: usize) -> Entry {
-        Entry {
-            relative: format!("f{index:04}"),
-            path: PathBuf::from(format!("f{index:04}")),
-            kind: EntryKind::File,
-            depth: 1,
-            size: None,
-            ino: None,
+    fn file(index: usize) -> Document {
+        Document {
+            entry: Entry {
+                relative: format!("f{index:04}"),
+                path: PathBuf::from(format!("f{index:04}")),
+                kind: EntryKind::File,
+                depth: 1,
+                size: None,
+                ino: None,
+            },
+            awaited: false,
         }
     }
 
@@ -227,7 +232,7 @@ mod tests {
 
     #[test]
     fn the_parallel_run_hands_on_in_path_order_and_stops_when_told() {
-        let files: Vec<Entry> = (0..2000).map(file).collect();
+        let files: Vec<Document> = (0..2000).map(file).collect();
         let mut seen = Vec::new();
         in_order_parallel(
             |visit| {
@@ -238,9 +243,9 @@ mod tests {
                 }
                 Ok(())
             },
-            |entry| !entry.relative.ends_with('7'),
+            |document| !document.name().ends_with('7'),
             || (),
-            |_, entry| Some(entry.relative.clone()),
+            |_, document| Some(document.name().to_string()),
             |name: Option<String>| {
                 seen.extend(name);
                 if seen.len() >= 500 {
@@ -254,7 +259,7 @@ mod tests {
         .unwrap();
         let expected: Vec<String> = files
             .iter()
-            .map(|entry| entry.relative.clone())
+            .map(|document| document.name().to_string())
             .filter(|name| !name.ends_with('7'))
             .collect();
         assert_eq!(seen, expected[..500]);

@@ -29,7 +29,7 @@ use super::build::{
     stored_layers, switch_off,
 };
 use super::indexer::{Indexer, Read};
-use super::live::Looker;
+use super::live::{Looker, TakeBacks};
 use super::merge::{self, Input};
 use super::os::return_freed_memory;
 use super::pacer::Pacer;
@@ -62,12 +62,6 @@ const HEAP_LAYERS_BYTES: usize = 4 * 1024 * 1024;
 /// and when it was first seen, and the versions of it the layers hold
 /// (ids, dead, with the hashes of their texts).
 type ToRead = (String, Stamp, SystemTime, Vec<(u32, ContentHash)>);
-
-/// Read batches after which the pages of the mapped layers that the
-/// batches touched (the records and names of the versions found, and the
-/// candidates of the calls between) are dropped from the process; they
-/// are also dropped whenever the background runs out of work.
-const BATCHES_PER_PAGE_DROP: u32 = 32;
 
 /// How long a changed file rests before the background reads it: one
 /// rewritten again and again (a log the project does not ignore) is read
@@ -136,7 +130,6 @@ fn keep_covering(shared: &Shared, built: Built) {
     let mut ready = Some(built);
     let mut store_after = Instant::now();
     let mut listed_after = None;
-    let mut batches_read = 0u32;
     loop {
         let Some(work) = next_work(
             shared,
@@ -145,14 +138,12 @@ fn keep_covering(shared: &Shared, built: Built) {
             &mut ready,
             store_after,
             &mut listed_after,
-            &mut batches_read,
         ) else {
             return;
         };
         let _busy = super::Busy::new();
         let done = match work {
             Work::Read(batch) => {
-                batches_read = batches_read.saturating_add(1);
                 read_into_layer(shared, [&mut pacer, &mut helper_pacer], &mut readers, batch)
             }
             Work::Merge(first_ids) => merge_layers(shared, &mut pacer, &first_ids),
@@ -174,10 +165,9 @@ fn keep_covering(shared: &Shared, built: Built) {
 /// Waits for work and says what it is; logs "index ready" once the index
 /// covers the tree and nothing is left to merge or write. Files a restore
 /// left listed are read in path order, `listed_after` the last one handed
-/// out. The mapped layers' pages are dropped after
-/// [`BATCHES_PER_PAGE_DROP`] batches read, and with nothing to do once any
-/// was (`batches_read` counts them). `None` once the model is dropped or
-/// switched off.
+/// out. The mapped layers' pages the lookups of versions touched are
+/// dropped as [`super::live::Live::count_lookups`] says, and whenever there
+/// is nothing to do. `None` once the model is dropped or switched off.
 fn next_work(
     shared: &Shared,
     readers: &mut [Indexer],
@@ -185,7 +175,6 @@ fn next_work(
     ready: &mut Option<Built>,
     store_after: Instant,
     listed_after: &mut Option<String>,
-    batches_read: &mut u32,
 ) -> Option<Work> {
     let mut state = shared.state.lock().ok()?;
     loop {
@@ -233,9 +222,7 @@ fn next_work(
             Vec::new()
         };
         if !batch.is_empty() {
-            if *batches_read >= BATCHES_PER_PAGE_DROP {
-                drop_mapped_pages(live, batches_read);
-            }
+            live.count_lookups(batch.len());
             for reader in readers.iter_mut() {
                 reader.without_filters = live.without_filters;
             }
@@ -260,8 +247,8 @@ fn next_work(
                 built.started.elapsed().as_millis()
             );
         }
-        if *batches_read > 0 {
-            drop_mapped_pages(live, batches_read);
+        if live.looked_up > 0 {
+            live.drop_mapped_pages();
         }
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         if !calls {
@@ -312,18 +299,6 @@ fn heap_layers_bytes(shared: &Shared, live: &super::live::Live) -> usize {
         .sum()
 }
 
-/// Drops the pages of the layers mapped from the cache from the process
-/// (lookups touch again only what they need) and starts the count of
-/// batches read since.
-fn drop_mapped_pages(live: &super::live::Live, batches_read: &mut u32) {
-    *batches_read = 0;
-    for layer in live.base.layers() {
-        if layer.stored.is_some() {
-            layer.segment.drop_resident_pages();
-        }
-    }
-}
-
 /// Applies the changes queued and looks again at the entries whose stamps
 /// were not trusted yet, as a call would: files found changed become
 /// files to read. `None` when that took the model over its memory limit
@@ -367,6 +342,9 @@ fn read_into_layer(
     let mut part = Part::new(0, pairs);
     let mut others = Vec::new();
     let mut same = Vec::new();
+    // Files of which a layer holds a version, and of those the ones that
+    // hold its text.
+    let mut versioned = TakeBacks::default();
     let [pacer, helper_pacer] = pacers;
     let mut rest = batch.as_slice();
     // Read a bounded share of bytes at a time on the readers' threads,
@@ -398,9 +376,13 @@ fn read_into_layer(
             let (relative, stamp) = (relative.clone(), *stamp);
             match read {
                 Read::Same(at) if now == Some(stamp) && trusted => {
+                    versioned.record(true);
                     same.push((relative, stamp, versions[at]));
                 }
                 Read::Grams(grams) if now == Some(stamp) && trusted => {
+                    if !versions.is_empty() {
+                        versioned.record(false);
+                    }
                     part.add(&relative, stamp, grams);
                 }
                 Read::Content(content) if now == Some(stamp) && trusted => {
@@ -425,6 +407,7 @@ fn read_into_layer(
     let State::Ready(live) = &mut *state else {
         return None;
     };
+    live.take_backs.add(versioned);
     if let Some(segment) = segment {
         let first_id = live.base.free_ids(segment.file_count())?;
         live.base.insert(Layer {
@@ -443,12 +426,9 @@ fn read_into_layer(
         // Still that version under that id (no merge moved it meanwhile);
         // its layer's record keeps the old stamp: the layer is rewritten
         // once enough of its files were taken back so.
-        let (id, _) = version;
         if live.base.versions_of(&relative).contains(&version)
-            && live.tree.adopt(&relative, stamp, Content::Base(id))
-            && let Some(layer) = live.base.layer_holding(id)
+            && live.adopt_version(&relative, stamp, version.0)
         {
-            *live.restamped.entry(layer).or_default() += 1;
             taken_back += 1;
         } else {
             others.push((relative, stamp, Content::Unread));

@@ -11,7 +11,7 @@ use std::time::Instant;
 use super::base::{BaseIndex, Layer};
 use super::cache::{CacheError, Committed, segment_bound};
 use super::indexer::{Indexer, Read};
-use super::live::Live;
+use super::live::{Live, TakeBacks};
 use super::merge::{FULL_BYTES, Input, merge};
 use super::ngram::{FileGrams, GramFilter};
 use super::os::{log_filters_left_out, lower_priority, return_freed_memory};
@@ -116,6 +116,13 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     if !worth_waiting && shared.restoring.load(Ordering::Acquire) {
         release_calls(shared);
     }
+    // A cache most of whose files changed still spares every call's scan
+    // once it serves: its walk goes on at the calls' priority, pausing
+    // while they run, else a busy machine starves it for the whole scan
+    // of every call until then. A build yields to everything.
+    if opened.is_none() {
+        lower_priority();
+    }
     let (mut live, listed) = list(shared, &mut pacer)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms, {} bytes held ({} an entry)",
@@ -145,6 +152,7 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     // The cache could not be used: this is a build after all.
     release_calls(shared);
+    lower_priority();
     let budget = cache_budget(shared);
     let mut writer = cache.and_then(|(cache, _)| SegmentWriter::open(cache, budget, 0));
     let indexed = index_contents(shared, &mut pacer, listed, list_bytes, writer.as_mut())?;
@@ -242,6 +250,7 @@ fn serve_from_cache(
     );
     *shared.state.lock().ok()? = State::Ready(Box::new(live));
     release_calls(shared);
+    lower_priority();
     Some(Built { summary, started })
 }
 
@@ -846,6 +855,8 @@ pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)>
         watcher: Arc::new(watcher),
         without_filters: false,
         restamped: std::collections::HashMap::new(),
+        looked_up: 0,
+        take_backs: TakeBacks::default(),
     };
     Some((live, listed))
 }
@@ -862,16 +873,14 @@ pub(super) struct Listed {
     pub(super) filter_bytes: usize,
 }
 
-/// Calls waiting for the restore go on (the model answers them now, or
-/// they scan until it does), and what the build does from here on runs at
-/// the lowest priority.
+/// Calls waiting for the restore go on: the model answers them now, or
+/// they scan until it does.
 fn release_calls(shared: &Shared) {
     // Under the lock a waiting call checks the flag with: none misses it.
     if let Ok(_state) = shared.state.lock() {
         shared.restoring.store(false, Ordering::Release);
         shared.left_building.notify_all();
     }
-    lower_priority();
 }
 
 #[cfg(test)]

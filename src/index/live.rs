@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::base::{BaseIndex, Layer, NameOf, may_match};
@@ -14,8 +14,9 @@ use super::postings::{PostingCache, evaluate};
 use super::segment::Segment;
 use super::tree::{self, Content, PathKey, Tree, depth};
 use super::watch::{ChangeWatcher, Changes};
+use super::{Candidate, ReadWhole, joined};
 use crate::security::PathGate;
-use crate::walk::{self, Entry, EntryKind};
+use crate::walk::{self, Entry, EntryKind, Stamp};
 
 pub(super) struct Live {
     pub(super) tree: Tree,
@@ -30,7 +31,58 @@ pub(super) struct Live {
     /// By layer (first id): its files taken back under a stamp other than
     /// the one it recorded (their text unchanged).
     pub(super) restamped: std::collections::HashMap<u32, u32>,
+    /// Files whose versions were looked up in the layers since the pages
+    /// of the mapped ones were last dropped.
+    pub(super) looked_up: usize,
+    /// How often files read again lately held a text a layer has.
+    pub(super) take_backs: TakeBacks,
 }
+
+/// Of the files read again since the last change of which a layer holds a
+/// version, how many held that version's text: after a `chmod -R` or a
+/// branch switched back nearly all, after a switch to new work nearly
+/// none. A call hashes what it reads for the model only while that pays.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TakeBacks {
+    tried: u32,
+    taken: u32,
+}
+
+impl TakeBacks {
+    /// Reads after which the counts are halved: what happened lately
+    /// decides.
+    const WINDOW: u32 = 1024;
+    /// Reads before the counts decide.
+    const UNTOLD: u32 = 64;
+
+    pub(super) fn record(&mut self, taken: bool) {
+        self.add(TakeBacks {
+            tried: 1,
+            taken: u32::from(taken),
+        });
+    }
+
+    pub(super) fn add(&mut self, other: TakeBacks) {
+        self.tried += other.tried;
+        self.taken += other.taken;
+        while self.tried >= Self::WINDOW {
+            self.tried /= 2;
+            self.taken /= 2;
+        }
+    }
+
+    /// Whether a call's hashes of what it reads are likely to give ids
+    /// back: until a few reads tell, and while one in four did.
+    pub(super) fn pay(&self) -> bool {
+        self.tried < Self::UNTOLD || self.taken * 4 >= self.tried
+    }
+}
+
+/// Files looked up in the layers after which the pages of the mapped
+/// layers the lookups touched (the records and names of the versions
+/// found, and the candidates of the calls between) are dropped from the
+/// process.
+const LOOKUPS_PER_PAGE_DROP: usize = 8192;
 
 /// Who brings the tree up to the disk, and so how much work it may do.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,6 +121,11 @@ impl Live {
         let changed = self.tree.refresh(changes, gate);
         if changed.is_none() {
             self.sweep_owed = true;
+        }
+        // What reads told of the changes before says nothing of these (a
+        // branch switched back after a switch to new work).
+        if changed != Some(0) {
+            self.take_backs = TakeBacks::default();
         }
         changed
     }
@@ -145,6 +202,58 @@ impl Live {
         let indexed = merge_runs(runs);
         let loose = self.tree.loose_under(dir).map(Found::of);
         merge_in_path_order(indexed.into_iter(), loose, |found| found.key)
+    }
+
+    /// Counts `files` looked up in the layers; drops the pages they touched
+    /// every [`LOOKUPS_PER_PAGE_DROP`] files.
+    pub(super) fn count_lookups(&mut self, files: usize) {
+        self.looked_up += files;
+        if self.looked_up >= LOOKUPS_PER_PAGE_DROP {
+            self.drop_mapped_pages();
+        }
+    }
+
+    /// Drops the pages of the layers mapped from the cache from the
+    /// process (a search touches again only what it needs).
+    pub(super) fn drop_mapped_pages(&mut self) {
+        self.looked_up = 0;
+        for layer in self.base.layers() {
+            if layer.stored.is_some() {
+                layer.segment.drop_resident_pages();
+            }
+        }
+    }
+
+    /// Takes back the id of the version a layer holds of `read`'s text, as
+    /// the background's own reading would: when the read's stamp is the one
+    /// the list waits to read and can be trusted to show the next change.
+    pub(super) fn take_back(&mut self, read: &ReadWhole) -> bool {
+        let Some(first_seen) = self.tree.awaited_since(&read.relative, read.stamp) else {
+            return false;
+        };
+        if !read.stamp.is_trusted(first_seen, read.seen_at) {
+            return false;
+        }
+        let versions = self.base.versions_of(&read.relative);
+        let same = versions.iter().find(|(_, hash)| *hash == read.hash);
+        if !versions.is_empty() {
+            self.take_backs.record(same.is_some());
+        }
+        same.is_some_and(|&(id, _)| self.adopt_version(&read.relative, read.stamp, id))
+    }
+
+    /// Gives `relative`, read under `stamp` with the text of the version
+    /// `id` of a layer, that id while the list waits for that stamp; its
+    /// layer then holds one more file under a stamp it did not record.
+    pub(super) fn adopt_version(&mut self, relative: &str, stamp: Stamp, id: u32) -> bool {
+        if self.tree.adopt(relative, stamp, Content::Base(id))
+            && let Some(layer) = self.base.layer_holding(id)
+        {
+            *self.restamped.entry(layer).or_default() += 1;
+            true
+        } else {
+            false
+        }
     }
 
     /// Takes out the layer `first_id` whole: every file that holds one of
@@ -311,6 +420,8 @@ pub(super) struct Found<'a> {
     pub(super) kind: EntryKind,
     pub(super) size: Option<u64>,
     pub(super) ino: Option<u64>,
+    /// Changed and not read since (see [`Candidate::awaited`]).
+    pub(super) awaited: bool,
 }
 
 impl<'a> From<NameOf<'a>> for Found<'a> {
@@ -320,6 +431,7 @@ impl<'a> From<NameOf<'a>> for Found<'a> {
             kind: EntryKind::File,
             size: Some(name.size),
             ino: name.ino,
+            awaited: false,
         }
     }
 }
@@ -331,22 +443,59 @@ impl<'a> Found<'a> {
             kind: node.kind,
             size: node.size(),
             ino: node.stamp.and_then(|stamp| stamp.inode()),
+            awaited: matches!(node.content, Content::Unread | Content::Listed),
+        }
+    }
+
+    /// What a scan needs of a candidate; awaited only while
+    /// `may_take_back`: a layer may hold a version of it and hashing it
+    /// pays (see [`Tree::has_dead`], [`TakeBacks::pay`]).
+    pub(super) fn candidate(&self, depth_of_start: usize, may_take_back: bool) -> Candidate {
+        Candidate {
+            relative: self.key.into(),
+            size: self.size,
+            ino: self.ino,
+            depth: depth(self.key) - depth_of_start,
+            awaited: may_take_back && self.awaited,
         }
     }
 
     pub(super) fn entry(&self, root: &Path, depth_of_start: usize) -> Entry {
         let relative = self.key;
-        // One allocation (a join grows the root's copy).
-        let mut path = PathBuf::with_capacity(root.as_os_str().len() + 1 + relative.len());
-        path.push(root);
-        path.push(relative);
         Entry {
             relative: relative.to_string(),
-            path,
+            path: joined(root, relative),
             kind: self.kind,
             depth: depth(relative) - depth_of_start,
             size: self.size,
             ino: self.ino,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TakeBacks;
+
+    #[test]
+    fn calls_hash_what_they_read_until_reads_tell_and_while_one_in_four_gives_an_id_back() {
+        let mut takes = TakeBacks::default();
+        for _ in 0..TakeBacks::UNTOLD - 1 {
+            takes.record(false);
+        }
+        assert!(takes.pay(), "too few reads to tell");
+        takes.record(false);
+        assert!(!takes.pay(), "none of 64 taken back");
+        // Reads of a branch switched back: the old misses fade.
+        for _ in 0..40 {
+            takes.record(true);
+        }
+        assert!(takes.pay(), "{takes:?}");
+        let mut mostly_new = TakeBacks::default();
+        for read in 0..10_000 {
+            mostly_new.record(read % 5 == 0);
+        }
+        assert!(!mostly_new.pay(), "{mostly_new:?}");
+        assert!(mostly_new.tried < TakeBacks::WINDOW, "{mostly_new:?}");
     }
 }

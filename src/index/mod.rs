@@ -43,9 +43,10 @@ mod tree;
 pub mod watch;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::SystemTime;
 
 use regex_syntax::hir::Hir;
 
@@ -58,8 +59,10 @@ use tree::{PathKey, depth};
 use cache::RootCache;
 
 use crate::config::{IndexCacheConfig, IndexConfig};
+use crate::corpus::searchable::is_transcoded;
 use crate::security::{PathGate, ResolvedPath};
-use crate::walk::{self, Entry};
+use crate::walk::{self, Entry, Stamp};
+use segment::ContentHash;
 
 /// Which entries a listing wants: those `keep` accepts (given the
 /// root-relative path and kind), the first `wanted` of them in path order.
@@ -74,6 +77,77 @@ impl Pick<'_> {
         keep: &|_, _| true,
         wanted: usize::MAX,
     };
+}
+
+/// A file that may hold a query, as [`TreeModel::candidates`] lists it:
+/// held compactly, as a call whose candidates are every file holds one for
+/// each, and made an [`Entry`] only as the scan reaches it.
+#[derive(Debug)]
+pub struct Candidate {
+    relative: Box<str>,
+    size: Option<u64>,
+    ino: Option<u64>,
+    /// Below the folder the call asked for.
+    depth: usize,
+    /// Changed and not read since, while the model may hold its text under
+    /// an id the change took away: what the call reads of it may give the
+    /// id back ([`ReadWhole`]).
+    pub awaited: bool,
+}
+
+impl Candidate {
+    /// Root-relative, `/`-separated.
+    pub fn relative(&self) -> &str {
+        &self.relative
+    }
+
+    /// The entry a walk below `root` would have listed.
+    pub fn entry(&self, root: &Path) -> Entry {
+        Entry {
+            relative: self.relative.to_string(),
+            path: joined(root, &self.relative),
+            kind: walk::EntryKind::File,
+            depth: self.depth,
+            size: self.size,
+            ino: self.ino,
+        }
+    }
+}
+
+/// `root` joined with the root-relative `relative`, in one allocation (a
+/// join grows the root's copy).
+fn joined(root: &Path, relative: &str) -> PathBuf {
+    let mut path = PathBuf::with_capacity(root.as_os_str().len() + 1 + relative.len());
+    path.push(root);
+    path.push(relative);
+    path
+}
+
+/// An awaited file a call read whole (see [`Candidate::awaited`]): when
+/// a layer holds the same text under its name, [`TreeModel::take_back`]
+/// gives it that id again, as the background's own reading would, and the
+/// calls after need not read it. A `chmod -R` moves every stamp and keeps
+/// every text: the first call that reads the tree takes it back.
+pub struct ReadWhole {
+    relative: String,
+    stamp: Stamp,
+    seen_at: SystemTime,
+    hash: ContentHash,
+}
+
+impl ReadWhole {
+    /// `content`, read from `relative` opened with `stamp` no earlier than
+    /// `seen_at`, as the searcher reads it (within the size cap, not
+    /// binary); `None` for text the index never holds as it is (a
+    /// byte-order mark's other encodings).
+    pub fn of(relative: &str, stamp: Stamp, seen_at: SystemTime, content: &[u8]) -> Option<Self> {
+        (!is_transcoded(content)).then(|| Self {
+            relative: relative.to_string(),
+            stamp,
+            seen_at,
+            hash: ContentHash::of(content),
+        })
+    }
 }
 
 /// One project's model; dropping it stops a build in progress.
@@ -380,15 +454,36 @@ impl TreeModel {
     /// (as [`crate::matcher::parse`] gave it), in path order, as the walker
     /// would list them; `None` when the model cannot answer and the caller
     /// must walk.
-    pub fn candidates(&self, start: &ResolvedPath, query: &Hir) -> Option<Vec<Entry>> {
-        self.with_fresh_tree(start, false, |live, base| {
+    pub fn candidates(&self, start: &ResolvedPath, query: &Hir) -> Option<Vec<Candidate>> {
+        self.with_fresh_tree(start, false, |live, _| {
             let query = plan::plan(query);
             let depth_of_start = depth(&start.relative);
+            // Without a dead id no layer holds a version of a file waiting
+            // to be read (a new one, or one of a first build).
+            let may_take_back = live.tree.has_dead() && live.take_backs.pay();
             live.candidates(&start.relative, &query)
                 .into_iter()
-                .map(|found| found.entry(base, depth_of_start))
+                .map(|found| found.candidate(depth_of_start, may_take_back))
                 .collect()
         })
+    }
+
+    /// Gives back the ids of the files in `reads` whose text a layer holds
+    /// (see [`ReadWhole`]); the others stay as they are.
+    pub fn take_back(&self, reads: &[ReadWhole]) {
+        let Ok(mut state) = self.shared.state.lock() else {
+            return;
+        };
+        let State::Ready(live) = &mut *state else {
+            return;
+        };
+        let taken = reads.iter().filter(|read| live.take_back(read)).count();
+        live.count_lookups(reads.len());
+        if taken > 0 {
+            tracing::debug!(
+                "index: {taken} files a call read hold the text indexed before; their ids taken back"
+            );
+        }
     }
 
     /// The first `wanted` entries below the folder `start`, down to
@@ -756,7 +851,11 @@ mod tests {
         let start = gate.resolve(".").unwrap();
         let answer = second.candidates(&start, &query.hir());
         assert!(answer.is_some(), "the call walked instead of waiting");
-        let found: Vec<String> = answer.unwrap().into_iter().map(|e| e.relative).collect();
+        let found: Vec<String> = answer
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative().to_string())
+            .collect();
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
@@ -795,7 +894,11 @@ mod tests {
         );
         wait_until_settled(&second);
         let answer = second.candidates(&start, &query.hir());
-        let found: Vec<String> = answer.unwrap().into_iter().map(|e| e.relative).collect();
+        let found: Vec<String> = answer
+            .unwrap()
+            .into_iter()
+            .map(|e| e.relative().to_string())
+            .collect();
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
@@ -959,9 +1062,12 @@ mod tests {
         let [entry] = candidates.as_slice() else {
             panic!("one candidate, got {candidates:?}");
         };
-        assert_eq!(entry.relative, relative);
+        assert_eq!(entry.relative(), relative);
         // The search opens only the inode listed: the new one.
-        assert!(entry.open(&gate).is_ok(), "{entry:?} opens");
+        assert!(
+            entry.entry(gate.root()).open(&gate).is_ok(),
+            "{entry:?} opens"
+        );
     }
 
     #[test]
@@ -1143,7 +1249,7 @@ mod tests {
             .candidates(&gate.resolve("sub").unwrap(), &query.hir())
             .unwrap()
             .into_iter()
-            .map(|e| e.relative)
+            .map(|e| e.relative().to_string())
             .collect();
         assert_eq!(from_sub, vec!["sub/keep.log".to_string()]);
         // Changes in `sub` are followed as the root walk sees them.

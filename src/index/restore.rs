@@ -134,6 +134,11 @@ pub(super) fn mostly_current(opened: &Opened, root: &Path) -> bool {
             changed += 1;
         }
     }
+    // Each record read mapped a large folio of its segment: the sweep reads
+    // them again only after the walk.
+    for (layer, _) in &opened.layers {
+        layer.segment.drop_resident_pages();
+    }
     changed * 2 <= sampled
 }
 

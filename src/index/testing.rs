@@ -170,7 +170,7 @@ pub(super) fn candidate_names(
         .candidates(&start, &query.hir())
         .unwrap()
         .into_iter()
-        .map(|e| e.relative)
+        .map(|e| e.relative().to_string())
         .collect()
 }
 

@@ -31,6 +31,10 @@ impl Tombstones {
             .is_some_and(|word| word & (1 << (id % 64)) != 0)
     }
 
+    pub fn any(&self) -> bool {
+        self.words.iter().any(|word| *word != 0)
+    }
+
     /// How many of `ids` are dead.
     pub fn count(&self, ids: std::ops::Range<u32>) -> u32 {
         ids.filter(|&id| self.is_dead(id)).count() as u32

@@ -53,7 +53,8 @@ pub enum Content {
     Always,
     /// Not read since it was last seen changed: a candidate the searcher
     /// verifies, as the scan would, until the background indexing reads
-    /// it. A call never reads a file for the index.
+    /// it. A call never indexes a file; one it reads whole may take back
+    /// the id of the same text (see [`super::ReadWhole`]).
     Unread,
     /// Listed by the build, which reads it next: a candidate until then,
     /// like [`Content::Unread`], but not tracked one by one (see
@@ -579,16 +580,22 @@ impl Tree {
     /// and not seen changed by a call since (true). Otherwise the file
     /// stays as the calls left it (false).
     pub fn adopt(&mut self, relative: &str, stamp: Stamp, content: Content) -> bool {
-        let unchanged = self.get(relative).is_some_and(|(_, node)| {
-            node.kind == EntryKind::File
-                && node.settled
-                && node.stamp == Some(stamp)
-                && matches!(node.content, Content::Unread | Content::Listed)
-        });
+        let unchanged = self.awaited_since(relative, stamp).is_some();
         if unchanged {
             self.update(relative, |node| node.content = content);
         }
         unchanged
+    }
+
+    /// When the list first saw the file `relative` under `stamp`, while it
+    /// waits to read that version (as [`Tree::adopt`] takes it).
+    pub fn awaited_since(&self, relative: &str, stamp: Stamp) -> Option<SystemTime> {
+        let (_, node) = self.get(relative)?;
+        (node.kind == EntryKind::File
+            && node.settled
+            && node.stamp == Some(stamp)
+            && matches!(node.content, Content::Unread | Content::Listed))
+        .then(|| node.first_seen.time())
     }
 
     /// The next files the build has to read ([`Content::Listed`], their
@@ -712,6 +719,12 @@ impl Tree {
     /// Whether no file holds id `id` any more.
     pub fn is_dead(&self, id: u32) -> bool {
         self.ledger.dead.is_dead(id)
+    }
+
+    /// Whether any id is dead: only then may a layer hold a version of a
+    /// file waiting to be read.
+    pub fn has_dead(&self) -> bool {
+        self.ledger.dead.any()
     }
 
     /// How many of `ids` are dead.
