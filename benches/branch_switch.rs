@@ -228,10 +228,16 @@ fn print_phase(label: &str, samples: &[&Sample], target: Option<f64>) -> Option<
     sorted.sort_by(f64::total_cmp);
     let lowest = sorted[0];
     let middle = sorted[sorted.len() / 2];
+    let slowest = samples
+        .iter()
+        .min_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .map_or(String::new(), |sample| {
+            format!(" ({:?}, {:.1} ms)", sample.query, ms(sample.ours))
+        });
     let wrong = samples.iter().filter(|sample| !sample.equal).count();
     let verdict = target.map(|target| lowest >= target && wrong == 0);
     println!(
-        "{label:<34} {:>4} searches  ours {:>8.1} ms  rg {:>7.1} ms  rg/ours median {:>7.1}x lowest {:>7.1}x  {} wrong{}",
+        "{label:<34} {:>4} searches  ours {:>8.1} ms  rg {:>7.1} ms  rg/ours median {:>7.1}x lowest {:>7.1}x{slowest}  {} wrong{}",
         samples.len(),
         ms(median(samples.iter().map(|s| s.ours).collect())),
         ms(median(samples.iter().map(|s| s.rg).collect())),
