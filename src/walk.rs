@@ -480,8 +480,11 @@ fn sorted(
     // from a locked pool for every entry.
     let gate = &gate.clone();
     let rules = rule_tree(gate, start, options.include_ignored);
+    // Entries of one folder share its path up to their names, so their
+    // paths compare as their names do; comparing names would split each
+    // path again for every comparison of the sort.
     let walker = builder(gate, start, max_depth, rules, folders)
-        .sort_by_file_name(|a, b| a.cmp(b))
+        .sort_by_file_path(|a, b| a.as_os_str().cmp(b.as_os_str()))
         .build();
     for result in walker {
         if options.cancel.is_cancelled() {
