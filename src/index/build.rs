@@ -49,7 +49,9 @@ pub(super) fn switch_off(state: &mut State) {
 
 /// Changes inside skipped folders (`target`, `node_modules` …) never reach
 /// the model: the walker hides them.
-pub(super) fn in_skipped_folder(root: &Path) -> impl Fn(&Path, bool) -> bool + Send + 'static {
+pub(super) fn in_skipped_folder(
+    root: &Path,
+) -> impl Fn(&Path, bool) -> bool + Send + Sync + 'static {
     let root = root.to_path_buf();
     move |path, is_dir| {
         let Ok(rest) = path.strip_prefix(&root) else {

@@ -94,8 +94,8 @@ impl ChangeWatcher {
     pub fn start(
         root: &Path,
         enabled: bool,
-        ignored: impl Fn(&Path, bool) -> bool + Send + 'static,
-        pause: &mut dyn FnMut(),
+        ignored: impl Fn(&Path, bool) -> bool + Send + Sync + 'static,
+        pause: &mut (dyn FnMut() + Send),
     ) -> Self {
         if !enabled {
             return Self::off(root);
@@ -130,7 +130,7 @@ impl ChangeWatcher {
         root: &Path,
         ignored: IgnoredFn,
         limits: Limits,
-        pause: &mut dyn FnMut(),
+        pause: &mut (dyn FnMut() + Send),
     ) -> Self {
         match inotify::InotifyFeed::start(root, ignored, limits, pause) {
             Some(feed) => ChangeWatcher {
@@ -235,7 +235,7 @@ impl ChangeSignal {
 }
 
 #[cfg(target_os = "linux")]
-type IgnoredFn = Box<dyn Fn(&Path, bool) -> bool + Send>;
+type IgnoredFn = Box<dyn Fn(&Path, bool) -> bool + Send + Sync>;
 
 #[cfg(target_os = "linux")]
 mod inotify;

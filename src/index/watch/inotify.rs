@@ -7,6 +7,8 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
@@ -56,6 +58,81 @@ const REMOTE_FILE_SYSTEMS: &[(u32, &str)] = &[
 struct Watched {
     path: PathBuf,
     descriptor: WatchDescriptor,
+}
+
+/// What adding a folder's watch gave.
+enum Added {
+    Watch(WatchDescriptor),
+    /// Not watchable (vanished, not a folder, unreadable): left out.
+    Failed,
+    /// Notifications cannot be trusted from now on, for this reason.
+    Broken(String),
+}
+
+/// Threads that watch a whole tree (see [`InotifyFeed::watch_whole_tree`]).
+const WATCHING_THREADS: usize = 4;
+
+/// The folders still to watch, shared by the watching threads. A thread
+/// takes one, and hands back the folders found in it when it drops it:
+/// nothing left and nothing taken is the end.
+struct FolderQueue {
+    state: Mutex<QueueState>,
+    changed: Condvar,
+}
+
+struct QueueState {
+    waiting: Vec<PathBuf>,
+    taken: usize,
+}
+
+/// A folder a thread took, and the folders found in it, queued when the
+/// thread is done with it (also if it panicked: no thread waits forever).
+struct TakenFolder<'q> {
+    queue: &'q FolderQueue,
+    path: PathBuf,
+    below: Vec<PathBuf>,
+}
+
+impl FolderQueue {
+    fn new(top: PathBuf) -> Self {
+        FolderQueue {
+            state: Mutex::new(QueueState {
+                waiting: vec![top],
+                taken: 0,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// The next folder, waiting while other threads may still find some;
+    /// `None` once every folder is done.
+    fn next(&self) -> Option<TakenFolder<'_>> {
+        let mut state = self.state.lock().ok()?;
+        loop {
+            if let Some(path) = state.waiting.pop() {
+                state.taken += 1;
+                return Some(TakenFolder {
+                    queue: self,
+                    path,
+                    below: Vec::new(),
+                });
+            }
+            if state.taken == 0 {
+                return None;
+            }
+            state = self.changed.wait(state).ok()?;
+        }
+    }
+}
+
+impl Drop for TakenFolder<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.queue.state.lock() {
+            state.waiting.append(&mut self.below);
+            state.taken -= 1;
+        }
+        self.queue.changed.notify_all();
+    }
 }
 
 enum Watch {
@@ -140,7 +217,7 @@ impl InotifyFeed {
         root: &Path,
         ignored: IgnoredFn,
         limits: Limits,
-        pause: &mut dyn FnMut(),
+        pause: &mut (dyn FnMut() + Send),
     ) -> Option<Self> {
         let off = |reason: String| {
             tracing::warn!(
@@ -173,7 +250,7 @@ impl InotifyFeed {
             buffer: vec![0; READ_BUFFER_BYTES],
             collected: None,
         };
-        feed.watch_tree(root, &mut Batch::new(false), pause);
+        feed.watch_whole_tree(pause);
         if let Some(reason) = feed.broken.take() {
             return off(reason);
         }
@@ -370,65 +447,145 @@ impl InotifyFeed {
     /// cannot be watched (vanished, not a folder, unreadable) or when
     /// notifications broke down.
     fn watch_folder(&mut self, folder: &Path) -> Watch {
-        let Ok(metadata) = std::fs::symlink_metadata(folder) else {
+        let descriptor = match self.add_watch(folder) {
+            Added::Watch(descriptor) => descriptor,
+            Added::Failed => return Watch::Failed,
+            Added::Broken(reason) => {
+                self.break_down(reason);
+                return Watch::Failed;
+            }
+        };
+        let number = descriptor.get_watch_descriptor_id();
+        let known = self.folders.get(&number).map(|watched| &watched.path);
+        if known.is_some_and(|path| path == folder) {
+            return Watch::Renewed;
+        }
+        if known.is_none() && self.folders.len() >= self.limits.max_watched_folders {
+            let _ = self.inotify.watches().remove(descriptor);
+            self.break_down(self.too_many_folders());
             return Watch::Failed;
+        }
+        self.folders.insert(
+            number,
+            Watched {
+                path: folder.to_path_buf(),
+                descriptor,
+            },
+        );
+        Watch::New
+    }
+
+    fn too_many_folders(&self) -> String {
+        format!(
+            "more than {} folders to watch",
+            self.limits.max_watched_folders
+        )
+    }
+
+    /// Adds (or renews) the kernel's watch on one folder, nothing else.
+    fn add_watch(&self, folder: &Path) -> Added {
+        let Ok(metadata) = std::fs::symlink_metadata(folder) else {
+            return Added::Failed;
         };
         if !metadata.is_dir() {
-            return Watch::Failed;
+            return Added::Failed;
         }
         if metadata.dev() != self.root_device
             && let Some(kind) = remote_file_system(folder)
         {
-            self.break_down(format!(
+            return Added::Broken(format!(
                 "{} is on {kind}, which does not report other machines' writes",
                 folder.display()
             ));
-            return Watch::Failed;
         }
         match self.inotify.watches().add(folder, watch_mask()) {
-            Ok(descriptor) => {
-                let number = descriptor.get_watch_descriptor_id();
-                let known = self.folders.get(&number).map(|watched| &watched.path);
-                if known.is_some_and(|path| path == folder) {
-                    return Watch::Renewed;
-                }
-                if known.is_none() && self.folders.len() >= self.limits.max_watched_folders {
-                    let _ = self.inotify.watches().remove(descriptor);
-                    self.break_down(format!(
-                        "more than {} folders to watch",
-                        self.limits.max_watched_folders
-                    ));
-                    return Watch::Failed;
-                }
-                self.folders.insert(
-                    number,
-                    Watched {
-                        path: folder.to_path_buf(),
-                        descriptor,
-                    },
-                );
-                Watch::New
-            }
-            Err(error) if error.raw_os_error() == Some(libc::ENOSPC) => {
-                self.break_down(
-                    "the inotify watch limit is reached; raise fs.inotify.max_user_watches"
-                        .to_string(),
-                );
-                Watch::Failed
-            }
+            Ok(descriptor) => Added::Watch(descriptor),
+            Err(error) if error.raw_os_error() == Some(libc::ENOSPC) => Added::Broken(
+                "the inotify watch limit is reached; raise fs.inotify.max_user_watches".to_string(),
+            ),
             Err(error)
                 if matches!(
                     error.raw_os_error(),
                     Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES | libc::ELOOP)
                 ) =>
             {
-                Watch::Failed
+                Added::Failed
             }
-            Err(error) => {
-                self.break_down(format!("cannot watch {}: {error}", folder.display()));
-                Watch::Failed
-            }
+            Err(error) => Added::Broken(format!("cannot watch {}: {error}", folder.display())),
         }
+    }
+
+    /// Watches the root and every folder below it that `ignored` keeps,
+    /// on [`WATCHING_THREADS`] threads, reporting nothing: at the start and
+    /// after a loss, when no folder is watched yet and the caller looks at
+    /// the whole tree anyway. A cold tree's folders are read from disk, and
+    /// several reads in flight take a fraction of the time of one after
+    /// another. `pause` runs before each folder; while it waits, every
+    /// thread waits.
+    fn watch_whole_tree(&mut self, pause: &mut (dyn FnMut() + Send)) {
+        let queue = FolderQueue::new(self.root.clone());
+        let pause = Mutex::new(pause);
+        let watched = AtomicUsize::new(0);
+        let stopped = AtomicBool::new(false);
+        let broken: Mutex<Option<String>> = Mutex::new(None);
+        let break_down = |reason: String| {
+            stopped.store(true, Ordering::Relaxed);
+            if let Ok(mut broken) = broken.lock() {
+                broken.get_or_insert(reason);
+            }
+        };
+        let this = &*self;
+        let work = || {
+            let mut found = Vec::new();
+            while let Some(mut folder) = queue.next() {
+                if let Ok(mut pause) = pause.lock() {
+                    (*pause)();
+                }
+                if stopped.load(Ordering::Relaxed)
+                    || (folder.path != this.root && (this.ignored)(&folder.path, true))
+                {
+                    continue;
+                }
+                let descriptor = match this.add_watch(&folder.path) {
+                    Added::Watch(descriptor) => descriptor,
+                    Added::Failed => continue,
+                    Added::Broken(reason) => {
+                        break_down(reason);
+                        continue;
+                    }
+                };
+                if watched.fetch_add(1, Ordering::Relaxed) >= this.limits.max_watched_folders {
+                    let _ = this.inotify.watches().remove(descriptor);
+                    break_down(this.too_many_folders());
+                    continue;
+                }
+                if let Ok(entries) = std::fs::read_dir(&folder.path) {
+                    folder.below = entries
+                        .flatten()
+                        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+                        .map(|entry| entry.path())
+                        .collect();
+                }
+                let path = folder.path.clone();
+                found.push((
+                    descriptor.get_watch_descriptor_id(),
+                    Watched { path, descriptor },
+                ));
+            }
+            found
+        };
+        let found: Vec<Vec<(i32, Watched)>> = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..WATCHING_THREADS)
+                .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
+                .collect();
+            let mut found = vec![work()];
+            found.extend(helpers.into_iter().filter_map(|helper| helper.join().ok()));
+            found
+        });
+        if let Some(reason) = broken.into_inner().ok().flatten() {
+            self.break_down(reason);
+        }
+        self.folders.extend(found.into_iter().flatten());
     }
 
     /// Removes the watches of `top` and every folder below it.
@@ -452,8 +609,7 @@ impl InotifyFeed {
     /// nothing is reported.
     fn rewatch(&mut self) {
         let before = std::mem::take(&mut self.folders);
-        let root = self.root.clone();
-        self.watch_tree(&root, &mut Batch::new(false), &mut || {});
+        self.watch_whole_tree(&mut || {});
         for (number, watched) in before {
             if !self.folders.contains_key(&number) {
                 let _ = self.inotify.watches().remove(watched.descriptor);
@@ -813,6 +969,86 @@ mod tests {
         assert_eq!(fixture.drain(), vec!["many/after.txt"]);
         fixture.write("fresh/x.txt", "x");
         has(&fixture.drain(), &["fresh", "fresh/x.txt"]);
+    }
+
+    /// Every folder of a tree of `d0/e0/f0` ... `d7/e3/f3` (168 folders),
+    /// and an ignored `node_modules/pkg`.
+    fn wide_and_deep_tree(root: &Path) -> Vec<String> {
+        let mut folders = Vec::new();
+        for d in 0..8 {
+            folders.push(format!("d{d}"));
+            for e in 0..4 {
+                folders.push(format!("d{d}/e{e}"));
+                for f in 0..4 {
+                    folders.push(format!("d{d}/e{e}/f{f}"));
+                }
+            }
+        }
+        for folder in folders.iter().chain([&"node_modules/pkg".to_string()]) {
+            fs::create_dir_all(root.join(folder)).expect("mkdir");
+        }
+        folders
+    }
+
+    /// Writes a file in every folder and asserts that one drain names them
+    /// all, and nothing in the ignored folder.
+    fn every_folder_reports(watcher: &ChangeWatcher, root: &Path, folders: &[String], name: &str) {
+        for folder in folders.iter().chain([&"node_modules/pkg".to_string()]) {
+            fs::write(root.join(folder).join(name), "x").expect("write");
+        }
+        let Changes::Paths(paths) = watcher.drain() else {
+            panic!("drain answered Unknown");
+        };
+        for folder in folders {
+            let expected = root.join(folder).join(name);
+            assert!(
+                paths.contains(&expected),
+                "{} not reported",
+                expected.display()
+            );
+        }
+        assert!(
+            !paths
+                .iter()
+                .any(|path| path.starts_with(root.join("node_modules")))
+        );
+    }
+
+    #[test]
+    fn every_folder_of_a_wide_and_deep_tree_is_watched_at_the_start_and_after_a_loss() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dunce::canonicalize(dir.path()).expect("canonical root");
+        let folders = wide_and_deep_tree(&root);
+        let mut paused = 0;
+        let watcher = ChangeWatcher::start_inotify(
+            &root,
+            Box::new(|path, _| path.ends_with("node_modules")),
+            Limits::default(),
+            &mut || paused += 1,
+        );
+        assert!(watcher.is_live());
+        // Before each folder: the root, the tree's and node_modules.
+        assert_eq!(paused, 1 + folders.len() + 1);
+        every_folder_reports(&watcher, &root, &folders, "first.txt");
+        // A loss watches the whole tree again.
+        for index in 0..files_over_the_queue() {
+            fs::write(root.join(format!("d0/{index}.txt")), "x").expect("write");
+        }
+        assert_eq!(watcher.drain(), Changes::Unknown);
+        every_folder_reports(&watcher, &root, &folders, "second.txt");
+    }
+
+    #[test]
+    fn a_wide_tree_over_the_folder_limit_starts_without_notifications() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let folders = wide_and_deep_tree(dir.path());
+        let limits = Limits {
+            max_watched_folders: folders.len() / 2,
+            ..Limits::default()
+        };
+        let watcher =
+            ChangeWatcher::start_inotify(dir.path(), Box::new(|_, _| false), limits, &mut || {});
+        assert!(!watcher.is_live());
     }
 
     #[test]
