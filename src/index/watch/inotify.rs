@@ -579,7 +579,13 @@ impl InotifyFeed {
                 .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
                 .collect();
             let mut found = vec![work()];
-            found.extend(helpers.into_iter().filter_map(|helper| helper.join().ok()));
+            for helper in helpers {
+                match helper.join() {
+                    Ok(part) => found.push(part),
+                    // Its folders' watches are unknown: none can be trusted.
+                    Err(_) => break_down("a thread watching the tree failed".to_string()),
+                }
+            }
             found
         });
         if let Some(reason) = broken.into_inner().ok().flatten() {
