@@ -69,7 +69,8 @@ enum Added {
     Broken(String),
 }
 
-/// Threads that watch a whole tree (see [`InotifyFeed::watch_whole_tree`]).
+/// Threads that watch the whole tree, at the start and after a loss (see
+/// [`InotifyFeed::watch_tree`]).
 const WATCHING_THREADS: usize = 4;
 
 /// The folders still to watch, shared by the watching threads. A thread
@@ -133,14 +134,6 @@ impl Drop for TakenFolder<'_> {
         }
         self.queue.changed.notify_all();
     }
-}
-
-enum Watch {
-    /// Watched from now on (or again, at a new path).
-    New,
-    /// Already watched at this path.
-    Renewed,
-    Failed,
 }
 
 pub(super) struct InotifyFeed {
@@ -250,7 +243,7 @@ impl InotifyFeed {
             buffer: vec![0; READ_BUFFER_BYTES],
             collected: None,
         };
-        feed.watch_whole_tree(pause);
+        feed.watch_tree(root, &mut Batch::new(false), WATCHING_THREADS, pause);
         if let Some(reason) = feed.broken.take() {
             return off(reason);
         }
@@ -407,79 +400,10 @@ impl InotifyFeed {
             if self.broken.is_some() {
                 return;
             }
-            self.watch_tree(&arrived, batch, &mut || {});
+            // On the call's own thread: what arrives is mostly a folder or
+            // two, where starting threads would cost more than it saves.
+            self.watch_tree(&arrived, batch, 1, &mut || {});
         }
-    }
-
-    /// Watches `top` and every folder below it that `ignored` keeps. The
-    /// entries of each folder that was not watched before are reported:
-    /// whatever was made in it before its watch is covered that way.
-    /// `pause` is called before each folder.
-    fn watch_tree(&mut self, top: &Path, batch: &mut Batch, pause: &mut dyn FnMut()) {
-        let mut pending = vec![top.to_path_buf()];
-        while let Some(folder) = pending.pop() {
-            pause();
-            if folder != self.root && (self.ignored)(&folder, true) {
-                continue;
-            }
-            let newly_watched = match self.watch_folder(&folder) {
-                Watch::New => true,
-                Watch::Renewed => false,
-                Watch::Failed if self.broken.is_some() => return,
-                Watch::Failed => continue,
-            };
-            let Ok(entries) = std::fs::read_dir(&folder) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                    pending.push(path.clone());
-                }
-                if newly_watched {
-                    batch.report(path, &self.limits);
-                }
-            }
-        }
-    }
-
-    /// Adds (or renews) the watch on one folder. `Failed` when the folder
-    /// cannot be watched (vanished, not a folder, unreadable) or when
-    /// notifications broke down.
-    fn watch_folder(&mut self, folder: &Path) -> Watch {
-        let descriptor = match self.add_watch(folder) {
-            Added::Watch(descriptor) => descriptor,
-            Added::Failed => return Watch::Failed,
-            Added::Broken(reason) => {
-                self.break_down(reason);
-                return Watch::Failed;
-            }
-        };
-        let number = descriptor.get_watch_descriptor_id();
-        let known = self.folders.get(&number).map(|watched| &watched.path);
-        if known.is_some_and(|path| path == folder) {
-            return Watch::Renewed;
-        }
-        if known.is_none() && self.folders.len() >= self.limits.max_watched_folders {
-            let _ = self.inotify.watches().remove(descriptor);
-            self.break_down(self.too_many_folders());
-            return Watch::Failed;
-        }
-        self.folders.insert(
-            number,
-            Watched {
-                path: folder.to_path_buf(),
-                descriptor,
-            },
-        );
-        Watch::New
-    }
-
-    fn too_many_folders(&self) -> String {
-        format!(
-            "more than {} folders to watch",
-            self.limits.max_watched_folders
-        )
     }
 
     /// Adds (or renews) the kernel's watch on one folder, nothing else.
@@ -515,18 +439,26 @@ impl InotifyFeed {
         }
     }
 
-    /// Watches the root and every folder below it that `ignored` keeps,
-    /// on [`WATCHING_THREADS`] threads, reporting nothing: at the start and
-    /// after a loss, when no folder is watched yet and the caller looks at
-    /// the whole tree anyway. A cold tree's folders are read from disk, and
-    /// several reads in flight take a fraction of the time of one after
-    /// another. `pause` runs before each folder; while it waits, every
-    /// thread waits.
-    fn watch_whole_tree(&mut self, pause: &mut (dyn FnMut() + Send)) {
-        let queue = FolderQueue::new(self.root.clone());
+    /// Watches `top` and every folder below it that `ignored` keeps, on
+    /// `threads` threads, each taking the next folder and queueing the
+    /// folders found in it: when a tree's folders must be read from disk
+    /// (a cold start), several reads in flight take a fraction of the time
+    /// of one after another. The entries of each folder not watched before
+    /// are reported when `batch` reports: whatever was made in it before
+    /// its watch is covered that way. `pause` runs before each folder;
+    /// while it waits, every thread waits.
+    fn watch_tree(
+        &mut self,
+        top: &Path,
+        batch: &mut Batch,
+        threads: usize,
+        pause: &mut (dyn FnMut() + Send),
+    ) {
+        let queue = FolderQueue::new(top.to_path_buf());
         let pause = Mutex::new(pause);
-        let watched = AtomicUsize::new(0);
-        let stopped = AtomicBool::new(false);
+        let batch = Mutex::new(batch);
+        let watched = AtomicUsize::new(self.folders.len());
+        let stopped = AtomicBool::new(self.broken.is_some());
         let broken: Mutex<Option<String>> = Mutex::new(None);
         let break_down = |reason: String| {
             stopped.store(true, Ordering::Relaxed);
@@ -554,28 +486,46 @@ impl InotifyFeed {
                         continue;
                     }
                 };
-                if watched.fetch_add(1, Ordering::Relaxed) >= this.limits.max_watched_folders {
+                let number = descriptor.get_watch_descriptor_id();
+                let known = this.folders.get(&number).map(|watched| &watched.path);
+                let newly_watched = known.is_none_or(|path| *path != folder.path);
+                if known.is_none()
+                    && watched.fetch_add(1, Ordering::Relaxed) >= this.limits.max_watched_folders
+                {
                     let _ = this.inotify.watches().remove(descriptor);
-                    break_down(this.too_many_folders());
+                    break_down(format!(
+                        "more than {} folders to watch",
+                        this.limits.max_watched_folders
+                    ));
                     continue;
                 }
-                if let Ok(entries) = std::fs::read_dir(&folder.path) {
-                    folder.below = entries
-                        .flatten()
-                        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-                        .map(|entry| entry.path())
-                        .collect();
+                if newly_watched {
+                    let path = folder.path.clone();
+                    found.push((number, Watched { path, descriptor }));
                 }
-                let path = folder.path.clone();
-                found.push((
-                    descriptor.get_watch_descriptor_id(),
-                    Watched { path, descriptor },
-                ));
+                let Ok(entries) = std::fs::read_dir(&folder.path) else {
+                    continue;
+                };
+                let mut reported = Vec::new();
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                        folder.below.push(path.clone());
+                    }
+                    if newly_watched {
+                        reported.push(path);
+                    }
+                }
+                if let Ok(mut batch) = batch.lock() {
+                    for path in reported {
+                        batch.report(path, &this.limits);
+                    }
+                }
             }
             found
         };
         let found: Vec<Vec<(i32, Watched)>> = std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..WATCHING_THREADS)
+            let helpers: Vec<_> = (1..threads)
                 .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
                 .collect();
             let mut found = vec![work()];
@@ -615,7 +565,8 @@ impl InotifyFeed {
     /// nothing is reported.
     fn rewatch(&mut self) {
         let before = std::mem::take(&mut self.folders);
-        self.watch_whole_tree(&mut || {});
+        let root = self.root.clone();
+        self.watch_tree(&root, &mut Batch::new(false), WATCHING_THREADS, &mut || {});
         for (number, watched) in before {
             if !self.folders.contains_key(&number) {
                 let _ = self.inotify.watches().remove(watched.descriptor);
