@@ -35,7 +35,7 @@ use super::os::return_freed_memory;
 use super::pacer::Pacer;
 use super::save::SegmentWriter;
 use super::scrub::Scrub;
-use super::segment::{ContentHash, Segment};
+use super::segment::{ContentHash, RESIDENT_SECTIONS, Segment};
 use super::tree::Content;
 use super::watch::{ChangeSignal, ChangeWatcher};
 use super::{Shared, State};
@@ -80,6 +80,9 @@ enum Work {
     Merge(Vec<u32>),
     /// Write the layers held on the heap to the cache, and commit.
     Store,
+    /// Copy these mapped layers' lookup tables, lists and filters to the
+    /// heap while the budget allows (`segment/read.rs`).
+    KeepResident(Vec<Arc<Segment>>),
     Scrub,
 }
 
@@ -153,6 +156,10 @@ fn keep_covering(shared: &Shared, built: Built) {
                     store_after = Instant::now() + STORE_RETRY;
                 }
                 stored.map(|_| ())
+            }
+            Work::KeepResident(segments) => {
+                keep_resident(shared, &mut pacer, &segments);
+                Some(())
             }
             Work::Scrub => scrub.run(shared, &mut pacer, &mut readers[0]),
         };
@@ -253,6 +260,20 @@ fn next_work(
         let calls = shared.calls.load(Ordering::Relaxed) > 0;
         if !calls {
             live.tree.compact_if_slack();
+            let untried: Vec<Arc<Segment>> = live
+                .base
+                .layers()
+                .iter()
+                .filter(|layer| {
+                    RESIDENT_SECTIONS
+                        .iter()
+                        .any(|&section| layer.segment.resident_untried(section))
+                })
+                .map(|layer| Arc::clone(&layer.segment))
+                .collect();
+            if !untried.is_empty() {
+                return Some(Work::KeepResident(untried));
+            }
         }
         let scrub_due = scrub.due(shared, live);
         if scrub_due.is_some_and(|due| now >= due) && !calls {
@@ -283,6 +304,32 @@ fn next_work(
         }
         state = woken;
     }
+}
+
+/// Copies the lookup tables of `segments`, then their postings, then
+/// their filters, to the heap, each section in all of them or in none, as
+/// the model's budget allows, pausing for calls between copies (each a
+/// read of one section, a few MiB).
+fn keep_resident(shared: &Shared, pacer: &mut Pacer, segments: &[Arc<Segment>]) {
+    for section in RESIDENT_SECTIONS {
+        Segment::keep_resident_in_all(segments, section, &shared.resident, || {
+            pacer.yield_to_calls(shared);
+            !shared.stopping()
+        });
+    }
+    tracing::debug!(
+        "index: sections of {} of {} mapped layers held on the heap ({} bytes; {} bytes of the budget left)",
+        segments
+            .iter()
+            .filter(|segment| segment.resident_bytes() > 0)
+            .count(),
+        segments.len(),
+        segments
+            .iter()
+            .map(|segment| segment.resident_bytes())
+            .sum::<usize>(),
+        shared.resident.left()
+    );
 }
 
 /// What the layers held on the heap only take, when they are to be

@@ -191,7 +191,16 @@ struct Shared {
     cache_given_up: AtomicBool,
     /// Idle time between two scrubs of the index (`scrub.rs`).
     scrub_every: std::time::Duration,
+    /// The heap mapped segments may take for copies of their lookup
+    /// tables, lists and filters, besides the model: a fifth of the limit.
+    resident: Arc<segment::ResidentBudget>,
 }
+
+/// The share of `[index] max_memory_mb` that heap copies of mapped
+/// segments' lookup tables, lists and filters may take besides the model
+/// (1 / RESIDENT_SHARE): with the default limit (51 MB), all of a
+/// u-boot-sized index's (46 MB for 38,000 files).
+const RESIDENT_SHARE: usize = 5;
 
 /// The process is ending: every model's threads stop their work (see
 /// [`shut_down`]).
@@ -264,6 +273,7 @@ impl Shared {
             cache: OnceLock::new(),
             cache_given_up: AtomicBool::new(false),
             scrub_every: crate::config::DEFAULT_SCRUB_EVERY,
+            resident: segment::ResidentBudget::new(limit_bytes / RESIDENT_SHARE),
         }
     }
 }
@@ -857,6 +867,50 @@ mod tests {
             .map(|e| e.relative().to_string())
             .collect();
         for path in true_matches(&gate, &query) {
+            assert!(found.contains(&path), "misses {path}");
+        }
+    }
+
+    #[test]
+    fn a_restored_index_holds_its_mapped_layers_sections_on_the_heap_once_idle() {
+        let (_dir, gate, _cache_dir, config) = tree_with_a_committed_index();
+        let second = TreeModel::new(&gate, &IndexConfig::default());
+        second.keep_on_disk(&config);
+        second.start();
+        wait_until_settled(&second);
+        // (mapped layers, those whose every section was copied)
+        let copied = || {
+            let state = second.shared.state.lock().unwrap();
+            let State::Ready(live) = &*state else {
+                panic!("the restored model is not ready");
+            };
+            let mapped: Vec<&base::Layer> = live
+                .base
+                .layers()
+                .iter()
+                .filter(|layer| !layer.segment.on_heap())
+                .collect();
+            let copied = mapped
+                .iter()
+                .filter(|layer| {
+                    let segment = &layer.segment;
+                    segment.resident_bytes() > 0
+                        && segment::RESIDENT_SECTIONS
+                            .iter()
+                            .all(|&section| !segment.resident_untried(section))
+                })
+                .count();
+            (mapped.len(), copied)
+        };
+        until(|| {
+            let (mapped, copied) = copied();
+            mapped > 0 && copied == mapped
+        });
+        let query = ContentQuery::literal("needle");
+        let found = candidate_names(&second, &gate, &query);
+        let expected = true_matches(&gate, &query);
+        assert!(!expected.is_empty());
+        for path in expected {
             assert!(found.contains(&path), "misses {path}");
         }
     }

@@ -95,8 +95,8 @@ mod format;
 mod read;
 mod write;
 
-pub use format::{FILE_RECORD_BYTES, LOOKUP_BYTES, MAX_NAME_BYTES, SegmentError};
-pub use read::{FileEntry, FilterAt, Located, Segment};
+pub use format::{FILE_RECORD_BYTES, LOOKUP_BYTES, MAX_NAME_BYTES, Section, SegmentError};
+pub use read::{FileEntry, FilterAt, Located, RESIDENT_SECTIONS, ResidentBudget, Segment};
 pub use write::{FileRecord, FilterBits, encode, store, write_segment};
 
 /// What a file's text hashes to (the first 16 bytes of its SHA-256): a

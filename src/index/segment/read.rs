@@ -17,10 +17,22 @@
 //! background looks up each file it reads in every segment). A merge,
 //! which reads every list once in order, reads them through the map and
 //! gives the pages back as it goes.
+//!
+//! The kernel may drop a mapped segment's pages when memory is short
+//! elsewhere (a container's limit, a host that reclaims idle file pages);
+//! a search then waits on the disk for each block and list it reads, in
+//! every layer. So the background copies the lookup tables, then the
+//! posting lists, then the filters of mapped segments to the heap, within
+//! a budget the model sets ([`ResidentBudget`]); reads of those sections
+//! come from the copies from then on (a merge's read of every list too).
+//! The file tables and names stay mapped (a call reads them for its
+//! candidates only).
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use memmap2::Mmap;
 
@@ -46,6 +58,57 @@ pub struct Segment {
     /// The first trigram of each block of the lookup table.
     lookup_blocks: Vec<u32>,
     names: NameIndex,
+    /// Heap copies of a mapped segment's [`RESIDENT_SECTIONS`]; `None`
+    /// inside once a copy was refused or failed (tried once).
+    resident: [OnceLock<Option<Resident>>; RESIDENT_SECTIONS.len()],
+}
+
+/// The sections a mapped segment may copy to the heap, in the order the
+/// background copies them (every layer's lookup table first: a search
+/// reads a block of it in every layer for each trigram of the query).
+pub const RESIDENT_SECTIONS: [Section; 3] = [Section::Lookup, Section::Postings, Section::Filters];
+
+/// The heap a model's mapped segments may take for copies of their
+/// [`RESIDENT_SECTIONS`], in bytes; a copy gives its bytes back when its
+/// segment goes.
+#[derive(Debug)]
+pub struct ResidentBudget {
+    left: AtomicUsize,
+}
+
+impl ResidentBudget {
+    pub fn new(bytes: usize) -> Arc<Self> {
+        Arc::new(ResidentBudget {
+            left: AtomicUsize::new(bytes),
+        })
+    }
+
+    /// What is left of it.
+    pub fn left(&self) -> usize {
+        self.left.load(Ordering::Acquire)
+    }
+
+    fn take(&self, bytes: usize) -> bool {
+        self.left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok()
+    }
+}
+
+/// One section of a mapped segment copied to the heap.
+struct Resident {
+    bytes: Box<[u8]>,
+    budget: Arc<ResidentBudget>,
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        self.budget
+            .left
+            .fetch_add(self.bytes.len(), Ordering::AcqRel);
+    }
 }
 
 /// Every file's name hash (upper 32 bits) and local id (lower), sorted:
@@ -201,6 +264,96 @@ impl Segment {
         matches!(self.bytes, Backing::Owned(_))
     }
 
+    /// Copies `section` (one of [`RESIDENT_SECTIONS`]) of a mapped
+    /// segment to the heap when `budget` has room for it, its checksum
+    /// checked again on the copy (see the module notes). Tried once;
+    /// whether the segment now holds the copy.
+    pub fn keep_resident(&self, section: Section, budget: &Arc<ResidentBudget>) -> bool {
+        let (Backing::Mapped(_, file), Some(slot)) = (&self.bytes, self.resident_slot(section))
+        else {
+            return false;
+        };
+        slot.get_or_init(|| {
+            let span = self.header.span(section);
+            let length = usize::try_from(span.length).ok()?;
+            if !budget.take(length) {
+                return None;
+            }
+            // Made first so that a failed read gives the bytes back.
+            let mut copy = Resident {
+                bytes: vec![0; length].into_boxed_slice(),
+                budget: Arc::clone(budget),
+            };
+            read_exact_at(file, &mut copy.bytes, span.offset).ok()?;
+            (crc32fast::hash(&copy.bytes) == span.crc).then_some(copy)
+        })
+        .is_some()
+    }
+
+    /// Copies `section` to the heap in every segment of `segments` that
+    /// has not tried it yet, or in none when their copies would not all
+    /// fit in what is left of `budget` (they are marked tried): a search
+    /// reads the section in every layer, and one left on disk costs it the
+    /// wait the others saved, so on a tree too large for all of one
+    /// section the budget stays for the sections that fit. `next` runs
+    /// before each copy; copying stops when it answers false.
+    pub fn keep_resident_in_all(
+        segments: &[Arc<Segment>],
+        section: Section,
+        budget: &Arc<ResidentBudget>,
+        mut next: impl FnMut() -> bool,
+    ) {
+        let untried: Vec<&Arc<Segment>> = segments
+            .iter()
+            .filter(|segment| segment.resident_untried(section))
+            .collect();
+        let needed: u64 = untried
+            .iter()
+            .map(|segment| segment.header.span(section).length)
+            .sum();
+        let fits = needed <= budget.left() as u64;
+        for segment in untried {
+            if !next() {
+                return;
+            }
+            if fits {
+                segment.keep_resident(section, budget);
+            } else if let Some(slot) = segment.resident_slot(section) {
+                let _ = slot.set(None);
+            }
+        }
+    }
+
+    /// Whether a copy of `section` is still to be tried: a mapped
+    /// segment's section of [`RESIDENT_SECTIONS`] not tried yet.
+    pub fn resident_untried(&self, section: Section) -> bool {
+        matches!(self.bytes, Backing::Mapped(..))
+            && self
+                .resident_slot(section)
+                .is_some_and(|slot| slot.get().is_none())
+    }
+
+    /// The bytes its copies take.
+    pub fn resident_bytes(&self) -> usize {
+        RESIDENT_SECTIONS
+            .into_iter()
+            .filter_map(|section| self.resident(section))
+            .map(<[u8]>::len)
+            .sum()
+    }
+
+    fn resident_slot(&self, section: Section) -> Option<&OnceLock<Option<Resident>>> {
+        let index = RESIDENT_SECTIONS.iter().position(|&each| each == section)?;
+        Some(&self.resident[index])
+    }
+
+    fn resident(&self, section: Section) -> Option<&[u8]> {
+        match self.resident_slot(section)?.get()? {
+            Some(resident) => Some(&resident.bytes),
+            None => None,
+        }
+    }
+
     /// Its bytes, to write it to the cache folder as they are.
     pub fn raw(&self) -> &[u8] {
         &self.bytes
@@ -232,14 +385,18 @@ impl Segment {
                 keys: RandomState::new(),
                 sorted: Box::default(),
             },
+            resident: Default::default(),
         };
         segment.names.sorted = segment.check_files()?;
         segment.check_lookup()?;
         Ok(segment)
     }
 
+    /// The bytes of `section`: its copy on the heap where there is one
+    /// (equal to the file's, its checksum checked), else through the map.
     fn section(&self, section: Section) -> &[u8] {
-        section_of(&self.bytes, &self.header, section)
+        self.resident(section)
+            .unwrap_or_else(|| section_of(&self.bytes, &self.header, section))
     }
 
     /// Checks the file table and names; returns the name index's entries.
@@ -412,6 +569,9 @@ impl Segment {
                 self.section(section).get(start..end).ok_or(bounds)?,
             )),
             Backing::Mapped(_, file) => {
+                if let Some(resident) = self.resident(section) {
+                    return resident.get(start..end).map(Cow::Borrowed).ok_or(bounds);
+                }
                 let mut bytes = vec![0; end - start];
                 read_exact_at(file, &mut bytes, span.offset + start as u64)?;
                 Ok(Cow::Owned(bytes))
@@ -504,8 +664,8 @@ impl Segment {
     }
 
     /// Every trigram with its list, in increasing trigram order, read
-    /// through the map (a merge: see the module notes); a list that fails
-    /// to decode is an error.
+    /// through the map or from the copies (a merge: see the module notes);
+    /// a list that fails to decode is an error.
     pub fn lists(&self) -> impl Iterator<Item = (u32, Result<Vec<u32>, SegmentError>)> + '_ {
         (0..self.header.trigrams as usize).map(|index| {
             let (trigram, encoding, start, end) = self.entry(index);
@@ -758,6 +918,144 @@ mod tests {
             Segment::open(&File::open(&path).unwrap(), "/elsewhere"),
             Err(SegmentError::OtherRoot)
         ));
+    }
+
+    /// Writes zeros over `section` of the segment file at `path`: what a
+    /// read of the file finds there from then on.
+    fn zero_section(path: &Path, section: Section) {
+        use std::io::{Seek, SeekFrom, Write};
+        let header = Header::decode(&std::fs::read(path).unwrap()).unwrap();
+        let span = header.span(section);
+        let mut file = File::options().write(true).open(path).unwrap();
+        file.seek(SeekFrom::Start(span.offset)).unwrap();
+        file.write_all(&vec![0; span.length as usize]).unwrap();
+    }
+
+    /// Every list and filter of a segment of `sample(names, trigrams)`
+    /// reads back as written.
+    fn assert_reads_back(segment: &Segment, files: u32, trigrams: u32) {
+        for id in 0..files {
+            if let Some(at) = segment.file(id).unwrap().filter {
+                assert_eq!(
+                    u64_at(&segment.filter(at).unwrap(), 8),
+                    0x0123_4567_89ab_cdef
+                );
+            }
+        }
+        for t in 0..trigrams {
+            let expected: Vec<u32> = (0..files).filter(|i| (t + i) % 3 == 0).collect();
+            assert_eq!(segment.postings(t * 7).unwrap(), expected, "trigram {t}");
+            assert!(segment.postings(t * 7 + 1).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn copied_sections_answer_from_the_heap_and_their_bytes_go_back_with_the_segment() {
+        let names = names(40);
+        let trigrams = 3 * LOOKUP_BLOCK as u32 + 8;
+        let (_dir, path, _) = sample(&names, trigrams);
+        let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
+        let budget = ResidentBudget::new(1 << 20);
+        for section in RESIDENT_SECTIONS {
+            assert!(segment.resident_untried(section));
+            assert!(segment.keep_resident(section, &budget), "{section:?}");
+            assert!(!segment.resident_untried(section));
+        }
+        assert!(segment.resident_bytes() > 0);
+        assert_eq!(budget.left(), (1 << 20) - segment.resident_bytes());
+        // The file's copies of those sections are gone: reads come from
+        // the heap (the file table and names are still read through the map).
+        for section in RESIDENT_SECTIONS {
+            zero_section(&path, section);
+        }
+        assert_reads_back(&segment, 40, trigrams);
+        // A merge's read of every list too.
+        let lists: Vec<(u32, Vec<u32>)> = segment
+            .lists()
+            .map(|(trigram, ids)| (trigram, ids.unwrap()))
+            .collect();
+        assert_eq!(lists.len(), trigrams as usize);
+        for (t, (trigram, ids)) in lists.into_iter().enumerate() {
+            assert_eq!(trigram, t as u32 * 7);
+            assert_eq!(ids, segment.postings(trigram).unwrap());
+        }
+        drop(segment);
+        assert_eq!(budget.left(), 1 << 20);
+    }
+
+    #[test]
+    fn a_copy_over_the_budget_or_unlike_its_checksum_is_refused_and_the_file_read() {
+        let names = names(40);
+        let trigrams = 3 * LOOKUP_BLOCK as u32 + 8;
+        let (_dir, path, _) = sample(&names, trigrams);
+        let segment = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
+        let small = ResidentBudget::new(16);
+        for section in RESIDENT_SECTIONS {
+            assert!(!segment.keep_resident(section, &small), "{section:?}");
+            // Tried once: not again, whatever the budget later.
+            assert!(!segment.resident_untried(section));
+        }
+        assert_eq!(small.left(), 16);
+        assert_eq!(segment.resident_bytes(), 0);
+        assert_reads_back(&segment, 40, trigrams);
+
+        // The file changed after it was opened: the copy is not taken.
+        let other = Segment::open(&File::open(&path).unwrap(), ROOT).unwrap();
+        zero_section(&path, Section::Postings);
+        let budget = ResidentBudget::new(1 << 20);
+        assert!(!other.keep_resident(Section::Postings, &budget));
+        assert!(other.keep_resident(Section::Lookup, &budget));
+        assert_eq!(budget.left(), (1 << 20) - other.resident_bytes());
+    }
+
+    #[test]
+    fn a_section_is_copied_in_every_segment_or_in_none() {
+        let (_one_dir, one, _) = sample(&names(40), 200);
+        let (_two_dir, two, _) = sample(&names(60), 300);
+        let open = |path: &Path| Arc::new(Segment::open(&File::open(path).unwrap(), ROOT).unwrap());
+        let lookup_bytes = |segments: &[Arc<Segment>]| -> usize {
+            segments
+                .iter()
+                .map(|segment| segment.header.span(Section::Lookup).length as usize)
+                .sum()
+        };
+        let segments = [open(&one), open(&two)];
+        let both = lookup_bytes(&segments);
+        // Room for the larger one alone: neither is copied, both tried.
+        let budget = ResidentBudget::new(both - 1);
+        Segment::keep_resident_in_all(&segments, Section::Lookup, &budget, || true);
+        for segment in &segments {
+            assert!(!segment.resident_untried(Section::Lookup));
+            assert_eq!(segment.resident_bytes(), 0);
+        }
+        assert_eq!(budget.left(), both - 1);
+
+        let segments = [open(&one), open(&two)];
+        let budget = ResidentBudget::new(both);
+        let mut copies = 0;
+        Segment::keep_resident_in_all(&segments, Section::Lookup, &budget, || {
+            copies += 1;
+            true
+        });
+        assert_eq!(copies, 2);
+        assert_eq!(budget.left(), 0);
+        assert!(segments.iter().all(|segment| segment.resident_bytes() > 0));
+        // Stopped before the first copy: nothing copied, nothing tried.
+        let segments = [open(&one)];
+        Segment::keep_resident_in_all(&segments, Section::Postings, &budget, || false);
+        assert!(segments[0].resident_untried(Section::Postings));
+    }
+
+    #[test]
+    fn a_segment_held_on_the_heap_copies_nothing() {
+        let (_dir, path, _) = sample(&names(10), 4);
+        let segment = Segment::from_bytes(std::fs::read(&path).unwrap(), ROOT).unwrap();
+        let budget = ResidentBudget::new(1 << 20);
+        for section in RESIDENT_SECTIONS {
+            assert!(!segment.resident_untried(section));
+            assert!(!segment.keep_resident(section, &budget));
+        }
+        assert_eq!(budget.left(), 1 << 20);
     }
 
     #[test]
