@@ -25,7 +25,7 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 
 use ignore::{DirEntry, WalkBuilder, WalkState};
 
@@ -589,11 +589,16 @@ fn rule_tree(
 
 /// Threads for walking and searching: one per core, at least two so that
 /// disk waits overlap even on one core, at most twelve because more only
-/// contend. Search uses the same count for its workers.
+/// contend. Search uses the same count for its workers. Counted once: on
+/// Linux the standard library reads the process's cgroup files for it
+/// each time, three times a search.
 pub fn worker_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get().clamp(2, 12))
-        .unwrap_or(2)
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get().clamp(2, 12))
+            .unwrap_or(2)
+    })
 }
 
 fn is_visible(
