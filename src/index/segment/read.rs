@@ -268,7 +268,7 @@ impl Segment {
     /// segment to the heap when `budget` has room for it, its checksum
     /// checked again on the copy (see the module notes). Tried once;
     /// whether the segment now holds the copy.
-    pub fn keep_resident(&self, section: Section, budget: &Arc<ResidentBudget>) -> bool {
+    fn keep_resident(&self, section: Section, budget: &Arc<ResidentBudget>) -> bool {
         let (Backing::Mapped(_, file), Some(slot)) = (&self.bytes, self.resident_slot(section))
         else {
             return false;
@@ -565,17 +565,15 @@ impl Segment {
             return Err(bounds);
         }
         match &self.bytes {
-            Backing::Owned(_) => Ok(Cow::Borrowed(
-                self.section(section).get(start..end).ok_or(bounds)?,
-            )),
-            Backing::Mapped(_, file) => {
-                if let Some(resident) = self.resident(section) {
-                    return resident.get(start..end).map(Cow::Borrowed).ok_or(bounds);
-                }
+            Backing::Mapped(_, file) if self.resident(section).is_none() => {
                 let mut bytes = vec![0; end - start];
                 read_exact_at(file, &mut bytes, span.offset + start as u64)?;
                 Ok(Cow::Owned(bytes))
             }
+            // The heap's bytes, or the section's copy.
+            _ => Ok(Cow::Borrowed(
+                self.section(section).get(start..end).ok_or(bounds)?,
+            )),
         }
     }
 
