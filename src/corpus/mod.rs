@@ -33,7 +33,7 @@ use crate::index::{Candidate, ReadWhole, TreeModel};
 use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 use identity::Known;
-use ordered::BATCH_FILES;
+use ordered::{BATCH_FILES, Feed};
 use searchable::{SNIFF_BYTES, looks_binary, read_searchable};
 
 /// One project's files as a call sees them.
@@ -213,6 +213,7 @@ impl<'a> Corpus<'a> {
                 Ok(())
             }
             Some(files) => ordered::in_order_parallel(
+                Feed::List,
                 |visit| {
                     for file in &files {
                         if visit(Document::candidate(file, root)).is_break() {
@@ -228,6 +229,7 @@ impl<'a> Corpus<'a> {
                 cancel,
             ),
             None => ordered::in_order_parallel(
+                Feed::Walk,
                 |visit| {
                     walk::walk_files_to_open(self.gate, start, options, |entry| {
                         visit(Document::walked(entry))
