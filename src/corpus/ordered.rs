@@ -296,6 +296,20 @@ mod tests {
         }
     }
 
+    /// A feed handing on `files` in order until told to stop.
+    fn feed_of(
+        files: &[Document],
+    ) -> impl FnOnce(&mut dyn FnMut(Document) -> ControlFlow<()>) -> io::Result<()> + '_ {
+        move |visit| {
+            for entry in files.iter().cloned() {
+                if visit(entry).is_break() {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+
     #[test]
     fn outcomes_are_handed_on_in_order_whatever_order_they_finish_in() {
         let mut seen = Vec::new();
@@ -322,14 +336,7 @@ mod tests {
             let mut seen = Vec::new();
             in_order_parallel(
                 kind,
-                |visit| {
-                    for entry in files.clone() {
-                        if visit(entry).is_break() {
-                            break;
-                        }
-                    }
-                    Ok(())
-                },
+                feed_of(&files),
                 |document| !document.name().ends_with('7'),
                 || (),
                 |_, document| Some(document.name().to_string()),
@@ -357,14 +364,7 @@ mod tests {
             let mut count = 0;
             in_order_parallel(
                 kind,
-                |visit| {
-                    for entry in files.clone() {
-                        if visit(entry).is_break() {
-                            break;
-                        }
-                    }
-                    Ok(())
-                },
+                feed_of(&files),
                 |_| true,
                 || (),
                 |_, _| {
