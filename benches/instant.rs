@@ -7,8 +7,8 @@
 //!
 //! Per corpus:
 //! - the first build, no index on disk: the first search, sent right after
-//!   `initialize` while the build runs, against ripgrep, and the time to
-//!   "index ready";
+//!   `initialize` while the build runs (the median of 3 fresh sessions),
+//!   against ripgrep run just before each, and the time to "index ready";
 //! - the index in use: N distinct rare identifiers and N distinct regexes
 //!   with a literal (never the same query twice, so no result cache can
 //!   help), each timed on the indexed server, on the scan server and with
