@@ -61,7 +61,8 @@ where
     let sink = Box::pin(futures::sink::unfold(
         writer,
         |writer, message: ServerJsonRpcMessage| async move {
-            let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+            let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+            line.push(b'\n');
             write_line(&writer, &line).await?;
             Ok::<_, io::Error>(writer)
         },
@@ -73,13 +74,14 @@ where
     (sink, stream)
 }
 
+/// Writes `line`, which ends in its line break, in one write: a client
+/// that wakes on the first bytes finds the whole line there.
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &SharedWriter<W>,
     line: &[u8],
 ) -> io::Result<()> {
     let mut writer = writer.lock().await;
     writer.write_all(line).await?;
-    writer.write_all(b"\n").await?;
     writer.flush().await
 }
 
@@ -116,7 +118,7 @@ async fn read_messages<R, W>(
                 }
             }
             Decoded::Reply(reply) => {
-                if write_line(&writer, reply.to_string().as_bytes())
+                if write_line(&writer, format!("{reply}\n").as_bytes())
                     .await
                     .is_err()
                 {
@@ -603,5 +605,64 @@ mod tests {
             read_line(&mut reader, &mut line).await.unwrap(),
             LineRead::Eof
         ));
+    }
+
+    /// Records the bytes of each write it is given.
+    #[derive(Clone, Default)]
+    struct Writes(Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            bytes: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            if let Ok(mut writes) = self.0.lock() {
+                writes.push(bytes.to_vec());
+            }
+            std::task::Poll::Ready(Ok(bytes.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn every_line_goes_out_whole_in_one_write() {
+        use futures::{SinkExt, StreamExt};
+        let writes = Writes::default();
+        let (ended, gone) = tokio::sync::oneshot::channel();
+        let (mut sink, mut stream) = json_lines(&b"not json\n"[..], writes.clone(), move || {
+            let _ = ended.send(());
+        });
+        // The reader answers the line that is not JSON itself, then ends.
+        assert!(stream.next().await.is_none());
+        gone.await.unwrap();
+        let answer = ServerJsonRpcMessage::Error(rmcp::model::JsonRpcError::new(
+            Some(rmcp::model::RequestId::Number(7)),
+            rmcp::model::ErrorData::invalid_request("refused", None),
+        ));
+        sink.send(answer).await.unwrap();
+        let writes = writes.0.lock().unwrap().clone();
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        for write in &writes {
+            let text = std::str::from_utf8(write).unwrap();
+            assert_eq!(text.matches('\n').count(), 1, "{text}");
+            assert!(text.ends_with('\n'), "{text}");
+            assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
+        }
+        assert!(String::from_utf8_lossy(&writes[0]).contains("-32700"));
+        assert!(String::from_utf8_lossy(&writes[1]).contains("\"id\":7"));
     }
 }
