@@ -74,8 +74,9 @@ where
     (sink, stream)
 }
 
-/// Writes `line`, which ends in its line break, in one write: a client
-/// that wakes on the first bytes finds the whole line there.
+/// Writes `line`, which ends in its line break, with one write call: a
+/// client woken by the first bytes finds the whole line there (unless it
+/// is longer than the pipe holds).
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &SharedWriter<W>,
     line: &[u8],
