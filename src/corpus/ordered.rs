@@ -99,7 +99,8 @@ pub(super) enum Feed {
     /// A list at hand (the index's candidates): the feeding thread hands
     /// it out at once and waits while a helper per worker works; working
     /// beside them made a search of 64 large candidates slower (1.8 ms
-    /// against 1.6).
+    /// against 1.6), and threads claiming the list themselves (no feeding
+    /// thread, a helper fewer) used a sixth less CPU for no less time.
     List,
 }
 
