@@ -710,6 +710,53 @@ async fn fifty_concurrent_calls_are_all_answered_correctly() {
     server.stop().await;
 }
 
+/// A call whose work holds its thread leaves the server serving: a quick
+/// call sent while a slow one runs is answered first.
+#[tokio::test]
+async fn a_quick_call_is_answered_while_a_slow_one_runs() {
+    let project = TempProject::new();
+    // The name in a comment of every file: a definitions call parses them
+    // all, and finds nothing.
+    let source: String = (0..3000)
+        .map(|i| format!("/* needle */ static int f{i}(int x) {{ return x + {i}; }}\n"))
+        .collect();
+    for i in 0..20 {
+        project.write(&format!("d{}/f{i:02}.c", i % 4), &source);
+    }
+    project.write("small.txt", "small\n");
+    let mut server = RawServer::start(&project.root, &[]);
+    server.initialize("2025-06-18").await;
+    let call = |id: u64, tool: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}})
+    };
+    server
+        .send(&call(
+            1,
+            "find_symbol_definitions",
+            json!({"name": "needle"}),
+        ))
+        .await;
+    // The slow call has begun (it parses for about a second).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server
+        .send(&call(2, "read_project_file", json!({"path": "small.txt"})))
+        .await;
+    let first = server.recv().await;
+    assert_eq!(
+        first["id"], 2,
+        "the quick call waited for the slow one: {first}"
+    );
+    assert_eq!(first["result"]["structuredContent"]["content"], "small\n");
+    let slow = server.recv_id(&json!(1)).await;
+    assert_eq!(
+        slow["result"]["structuredContent"]["status"], "success",
+        "{slow}"
+    );
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
 #[tokio::test]
 async fn fifty_pipelined_raw_requests_are_matched_by_id() {
     let project = numbered_project();
