@@ -85,10 +85,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 }
 
 #[cfg(unix)]
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
-}
+use crate::common::call_request as call;
 
 #[cfg(target_os = "linux")]
 fn cancel(id: u64) -> Value {

@@ -51,10 +51,7 @@ impl Setup {
     }
 }
 
-fn call(id: u64, name: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": name, "arguments": arguments}})
-}
+use crate::common::call_request as call;
 
 fn check_call(id: u64, check_name: &str) -> Value {
     call(id, "run_project_check", json!({"check_name": check_name}))

@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, TempProject, demo_root, strings, text_of};
+use crate::common::{RawServer, Server, TempProject, call_request, demo_root, strings, text_of};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
@@ -48,11 +48,6 @@ fn stateless_meta() -> Value {
         "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {}
     })
-}
-
-fn call_request(id: u64, tool: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
 }
 
 /// The structuredContent of a successful tools/call response, after checking
@@ -726,12 +721,8 @@ async fn a_quick_call_is_answered_while_a_slow_one_runs() {
     project.write("small.txt", "small\n");
     let mut server = RawServer::start(&project.root, &[]);
     server.initialize("2025-06-18").await;
-    let call = |id: u64, tool: &str, arguments: Value| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"name": tool, "arguments": arguments}})
-    };
     server
-        .send(&call(
+        .send(&call_request(
             1,
             "find_symbol_definitions",
             json!({"name": "needle"}),
@@ -740,7 +731,11 @@ async fn a_quick_call_is_answered_while_a_slow_one_runs() {
     // The slow call has begun (it parses for about a second).
     tokio::time::sleep(Duration::from_millis(200)).await;
     server
-        .send(&call(2, "read_project_file", json!({"path": "small.txt"})))
+        .send(&call_request(
+            2,
+            "read_project_file",
+            json!({"path": "small.txt"}),
+        ))
         .await;
     let first = server.recv().await;
     assert_eq!(

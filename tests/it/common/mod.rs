@@ -220,6 +220,12 @@ impl Server {
     }
 }
 
+/// A raw `tools/call` request, for a [`RawServer`].
+pub fn call_request(id: u64, tool: &str, arguments: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+}
+
 pub fn text_of(result: &CallToolResult) -> String {
     result
         .content
