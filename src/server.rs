@@ -450,9 +450,9 @@ impl ProjectHelper {
         // that thread, an async worker, blocked: its answer is then written
         // from it, where moving the worker's other tasks away first
         // (`block_in_place`) had another thread woken to write it, about
-        // 0.1 ms more a call once the cores had gone idle. The other
-        // workers (at least one, see `run`) serve the client meanwhile; the
-        // watcher must be waiting first, as a task queued behind blocked
+        // 0.1 ms more a call once the cores had gone idle. The runtime's
+        // other workers (it keeps at least two) serve the client meanwhile;
+        // the watcher must be waiting first, as a task queued behind blocked
         // work never runs. Calls that come meanwhile move off their worker.
         let outcome = match OwnThread::take(&self.own_thread) {
             Some(_kept) => {

@@ -61,9 +61,8 @@ where
     let sink = Box::pin(futures::sink::unfold(
         writer,
         |writer, message: ServerJsonRpcMessage| async move {
-            let mut line = serde_json::to_vec(&message).map_err(io::Error::other)?;
-            line.push(b'\n');
-            write_line(&writer, &line).await?;
+            let line = serde_json::to_vec(&message).map_err(io::Error::other)?;
+            write_line(&writer, line).await?;
             Ok::<_, io::Error>(writer)
         },
     ));
@@ -74,15 +73,16 @@ where
     (sink, stream)
 }
 
-/// Writes `line`, which ends in its line break, with one write call: a
-/// client woken by the first bytes finds the whole line there (unless it
-/// is longer than the pipe holds).
+/// Writes `line` and its line break with one write call: a client woken by
+/// the first bytes finds the whole line there (unless it is longer than the
+/// pipe holds).
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &SharedWriter<W>,
-    line: &[u8],
+    mut line: Vec<u8>,
 ) -> io::Result<()> {
+    line.push(b'\n');
     let mut writer = writer.lock().await;
-    writer.write_all(line).await?;
+    writer.write_all(&line).await?;
     writer.flush().await
 }
 
@@ -119,7 +119,7 @@ async fn read_messages<R, W>(
                 }
             }
             Decoded::Reply(reply) => {
-                if write_line(&writer, format!("{reply}\n").as_bytes())
+                if write_line(&writer, reply.to_string().into_bytes())
                     .await
                     .is_err()
                 {
