@@ -368,6 +368,15 @@ impl ProgressForwarder {
     }
 }
 
+/// Raises a call's cancel flag when woken by a cancellation future.
+struct RaiseOnWake(Cancel);
+
+impl std::task::Wake for RaiseOnWake {
+    fn wake(self: Arc<Self>) {
+        self.0.cancel();
+    }
+}
+
 /// The one call whose work blocks its own async worker, while it runs.
 struct OwnThread<'a>(&'a AtomicBool);
 
@@ -418,52 +427,36 @@ impl ProjectHelper {
             }
         };
         let cancel = Cancel::never();
-        let flag = cancel.clone();
         let busy = project.model.busy();
-        // A task of its own watches for the cancellation while the work
-        // runs; `armed` once it waits on the tokens.
-        let armed = Arc::new(AtomicBool::new(false));
-        let watcher = {
-            let (ct, gone, cancel) = (context.ct.clone(), self.client_gone.clone(), cancel.clone());
-            let armed = armed.clone();
-            tokio::spawn(async move {
-                let cancelled = async {
-                    tokio::select! {
-                        () = ct.cancelled() => {}
-                        () = gone.cancelled() => {}
-                    }
-                };
-                tokio::pin!(cancelled);
-                // Polled once, the tokens know to wake this task.
-                if futures::poll!(&mut cancelled).is_pending() {
-                    armed.store(true, Ordering::Release);
-                    cancelled.await;
-                }
+        // The tokens' cancellation futures, polled once with a waker that
+        // raises the flag: a cancel (or the client leaving) raises it from
+        // the thread that fires the token, with no task to run meanwhile.
+        let mut request_cancelled = std::pin::pin!(context.ct.cancelled());
+        let mut client_gone = std::pin::pin!(self.client_gone.cancelled());
+        {
+            let waker = std::task::Waker::from(Arc::new(RaiseOnWake(cancel.clone())));
+            let mut poll = std::task::Context::from_waker(&waker);
+            if request_cancelled.as_mut().poll(&mut poll).is_ready()
+                || client_gone.as_mut().poll(&mut poll).is_ready()
+            {
                 cancel.cancel();
-            })
-        };
-        let run = move || {
+            }
+        }
+        let run = || {
             let _busy = busy;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&project, &flag)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&project, &cancel)))
         };
         // The work runs on this task's own thread. One call at a time keeps
         // that thread, an async worker, blocked: its answer is then written
         // from it, where moving the worker's other tasks away first
         // (`block_in_place`) had another thread woken to write it, about
         // 0.1 ms more a call once the cores had gone idle. The runtime's
-        // other workers (it keeps at least two) serve the client meanwhile;
-        // the watcher must be waiting first, as a task queued behind blocked
-        // work never runs. Calls that come meanwhile move off their worker.
+        // other workers (it keeps at least two) serve the client meanwhile.
+        // Calls that come meanwhile move off their worker.
         let outcome = match OwnThread::take(&self.own_thread) {
-            Some(_kept) => {
-                while !armed.load(Ordering::Acquire) && !watcher.is_finished() {
-                    tokio::task::yield_now().await;
-                }
-                run()
-            }
+            Some(_kept) => run(),
             None => tokio::task::block_in_place(run),
         };
-        watcher.abort();
         let duration_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok(output)) => {
