@@ -694,9 +694,9 @@ impl Segment {
     }
 
     /// Keeps the `ids` (increasing) whose files are in the list `located`,
-    /// testing bits of a bitmap list and walking a varint list once,
-    /// without decoding it whole; a list that fails to decode or to be read
-    /// keeps every id.
+    /// testing bits of a bitmap list and walking a varint list once, as far
+    /// as the last id; a list that fails to decode or to be read keeps
+    /// every id.
     pub fn retain_located(&self, located: Located, ids: &mut Vec<u32>) {
         let at = match located {
             Located::At(at) => at,
@@ -716,30 +716,82 @@ impl Segment {
             });
             return;
         }
-        if let Ok(holding) = self.varint_ids(&list) {
-            ids.retain(|id| holding.binary_search(id).is_ok());
-        }
+        retain_listed(ListIds::new(&list, self.header.files), ids);
     }
 
-    fn varint_ids(&self, mut list: &[u8]) -> Result<Vec<u32>, SegmentError> {
-        let damaged = SegmentError::Damaged("posting list");
-        let mut ids = Vec::new();
-        while !list.is_empty() {
-            let (value, length) = read_varint(list).ok_or(SegmentError::Damaged("posting list"))?;
-            list = &list[length..];
-            let id = match ids.last() {
-                None => value,
-                Some(_) if value == 0 => return Err(damaged),
-                Some(&previous) => u32::checked_add(previous, value)
-                    .ok_or(SegmentError::Damaged("posting list"))?,
-            };
-            if id >= self.header.files {
-                return Err(damaged);
-            }
-            ids.push(id);
-        }
-        Ok(ids)
+    fn varint_ids(&self, list: &[u8]) -> Result<Vec<u32>, SegmentError> {
+        ListIds::new(list, self.header.files).collect()
     }
+}
+
+/// The ids of a delta + varint list, in increasing order, read as they
+/// are needed; an `Err` (and nothing after it) once the list proves
+/// damaged.
+struct ListIds<'a> {
+    list: &'a [u8],
+    previous: Option<u32>,
+    files: u32,
+}
+
+impl<'a> ListIds<'a> {
+    fn new(list: &'a [u8], files: u32) -> Self {
+        Self {
+            list,
+            previous: None,
+            files,
+        }
+    }
+}
+
+impl Iterator for ListIds<'_> {
+    type Item = Result<u32, SegmentError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.list.is_empty() {
+            return None;
+        }
+        let id = read_varint(self.list).and_then(|(value, length)| {
+            self.list = &self.list[length..];
+            match self.previous {
+                None => Some(value),
+                Some(_) if value == 0 => None,
+                Some(previous) => previous.checked_add(value),
+            }
+        });
+        match id.filter(|&id| id < self.files) {
+            Some(id) => {
+                self.previous = Some(id);
+                Some(Ok(id))
+            }
+            None => {
+                self.list = &[];
+                Some(Err(SegmentError::Damaged("posting list")))
+            }
+        }
+    }
+}
+
+/// Keeps the `ids` (increasing) that `listed` holds, reading the list
+/// only as far as the last of them; a list found damaged on the way keeps
+/// every id.
+fn retain_listed(mut listed: ListIds<'_>, ids: &mut Vec<u32>) {
+    let mut kept = Vec::with_capacity(ids.len());
+    let mut next = listed.next();
+    for &id in ids.iter() {
+        while let Some(Ok(below)) = next
+            && below < id
+        {
+            next = listed.next();
+        }
+        match next {
+            Some(Ok(listed_id)) if listed_id == id => kept.push(id),
+            Some(Ok(_)) => {}
+            Some(Err(_)) => return,
+            // The list ended: it holds none of the ids left.
+            None => break,
+        }
+    }
+    *ids = kept;
 }
 
 /// The crc32 of `span`'s bytes of `file` (whose map the header's spans
@@ -1121,6 +1173,55 @@ mod tests {
         let after = resident_kib(&segment);
         assert_eq!(after, before, "KiB resident before and after");
         assert_eq!(segment.find_name(&names[12_345]), Some(12_345));
+    }
+
+    #[test]
+    fn a_varint_list_is_read_only_as_far_as_the_last_id_asked() {
+        let encode = |ids: &[u32]| {
+            let mut out = Vec::new();
+            let mut previous = None;
+            for &id in ids {
+                super::super::format::write_varint(&mut out, previous.map_or(id, |p| id - p));
+                previous = Some(id);
+            }
+            out
+        };
+        let listed = [3, 7, 8, 20, 41];
+        let list = encode(&listed);
+        for ids in [
+            vec![],
+            vec![0, 1, 2],
+            vec![3],
+            vec![2, 3, 4, 7, 9, 20, 41, 42],
+            vec![41],
+            vec![50, 60],
+        ] {
+            assert_retains_listed(
+                ids.clone(),
+                &listed,
+                |ids| retain_listed(ListIds::new(&list, 100), ids),
+                &format!("{ids:?}"),
+            );
+        }
+        // A zero delta after 7: never reached for ids up to 7; met before
+        // the last id asked, every id is kept.
+        let mut damaged = encode(&[3, 7]);
+        damaged.push(0);
+        let mut ids = vec![3, 5];
+        retain_listed(ListIds::new(&damaged, 100), &mut ids);
+        assert_eq!(ids, [3]);
+        let mut ids = vec![3, 9];
+        retain_listed(ListIds::new(&damaged, 100), &mut ids);
+        assert_eq!(ids, [3, 9]);
+        assert!(
+            ListIds::new(&damaged, 100)
+                .collect::<Result<Vec<_>, _>>()
+                .is_err()
+        );
+        // An id past the segment's files is damage too.
+        let mut ids = vec![1, 2];
+        retain_listed(ListIds::new(&encode(&[1, 200]), 100), &mut ids);
+        assert_eq!(ids, [1, 2]);
     }
 
     #[test]
