@@ -387,6 +387,18 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
         // The last round's session goes on as the first build.
         first_build = Some((session, start_kib, answer));
     }
+    let rounds = |times: &[Duration]| {
+        times
+            .iter()
+            .map(|time| format!("{:.0}", ms(*time)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let first_rounds = format!(
+        "   rounds (ms): ours {}, rg {}",
+        rounds(&ours_firsts),
+        rounds(&rg_firsts)
+    );
     let (rg_first, ours_first) = (median(rg_firsts), median(ours_firsts));
     let (mut ours, ours_start_kib, first_answer) =
         first_build.expect("FIRST_ROUNDS is at least one");
@@ -481,6 +493,7 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
         "≤ 1.0x rg",
         Some(first_ratio <= 1.0),
     );
+    println!("{first_rounds}");
     table.row(
         "first search of the scan server",
         format!("{:.1} ms", ms(scan_first)),
