@@ -451,10 +451,16 @@ impl ProjectHelper {
         // from it, where moving the worker's other tasks away first
         // (`block_in_place`) had another thread woken to write it, about
         // 0.1 ms more a call once the cores had gone idle. The runtime's
-        // other workers (it keeps at least two) serve the client meanwhile.
-        // Calls that come meanwhile move off their worker.
+        // other workers (it keeps at least two) serve the client meanwhile,
+        // but not the tasks this worker holds (the one it would run next
+        // cannot be taken by another): the work yields once first, so they
+        // run before it (rmcp's message loop among them, which reads a
+        // cancel). Calls that come meanwhile move off their worker.
         let outcome = match OwnThread::take(&self.own_thread) {
-            Some(_kept) => run(),
+            Some(_kept) => {
+                tokio::task::yield_now().await;
+                run()
+            }
             None => tokio::task::block_in_place(run),
         };
         let duration_ms = started.elapsed().as_millis() as u64;
