@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::base::{BaseIndex, Layer};
-use super::cache::{CacheError, Committed, segment_bound};
+use super::cache::{CacheError, Committed, RootCache, segment_bound};
 use super::indexer::{Indexer, Read};
 use super::live::{Live, TakeBacks};
 use super::merge::{FULL_BYTES, Input, merge};
@@ -17,7 +17,7 @@ use super::ngram::{FileGrams, GramFilter};
 use super::os::{log_filters_left_out, lower_priority, return_freed_memory};
 use super::pacer::Pacer;
 use super::postings::ListBuilder;
-use super::restore::{Restored, mostly_current, open_committed, restore};
+use super::restore::{Opened, Restored, mostly_current, open_committed, restore};
 use super::save::SegmentWriter;
 use super::segment::{ContentHash, FileRecord, FilterBits, Segment, encode};
 use super::tree::{Content, Node, Tree, heap_bytes, make_listed_node};
@@ -99,33 +99,30 @@ pub(super) fn build(shared: &Shared) -> Option<Built> {
     let started = Instant::now();
     let mut pacer = Pacer::default();
     let cache = shared.cache.get();
-    let opened = match cache {
-        Some((cache, _)) if shared.restoring.load(Ordering::Acquire) => {
-            open_committed(cache, cache_budget(shared))
-        }
-        _ => None,
-    };
-    // Calls wait only for a committed index most of whose files are as
-    // it recorded them.
-    let worth_waiting = opened
-        .as_ref()
-        .is_some_and(|opened| mostly_current(opened, shared.gate.root()));
-    if opened.is_some() && !worth_waiting {
-        tracing::debug!(
-            "index cache: most of a sample of its files changed since it was written; calls scan until it serves"
-        );
-    }
-    if !worth_waiting && shared.restoring.load(Ordering::Acquire) {
+    let committed = cache.filter(|_| shared.restoring.load(Ordering::Acquire));
+    if committed.is_none() {
+        // Nothing to restore: calls scan until the build serves, and the
+        // build yields to everything.
         release_calls(shared);
+        lower_priority();
     }
+    // The cache's segments are opened and checked on a thread of their own
+    // while this one starts the change watcher: one reads the cache, the
+    // other every folder of the tree, and the walk needs both.
+    let (opened, watcher) = std::thread::scope(|scope| {
+        let opening = committed.map(|(cache, _)| scope.spawn(|| open_to_restore(shared, cache)));
+        let watcher = start_watcher(shared, &mut pacer);
+        let opened = opening.and_then(|opening| opening.join().ok().flatten());
+        (opened, watcher)
+    });
     // A cache most of whose files changed still spares every call's scan
     // once it serves: its walk goes on at the calls' priority, pausing
     // while they run, else a busy machine starves it for the whole scan
     // of every call until then. A build yields to everything.
-    if opened.is_none() {
+    if committed.is_some() && opened.is_none() {
         lower_priority();
     }
-    let (mut live, listed) = list(shared, &mut pacer)?;
+    let (mut live, listed) = list(shared, watcher)?;
     tracing::debug!(
         "index: file list of {} entries ready in {} ms, {} bytes held ({} an entry)",
         live.tree.entry_count(),
@@ -764,21 +761,46 @@ fn give_up_cache(shared: &Shared, writer: &mut Option<&mut SegmentWriter>, error
     *writer = None;
 }
 
-/// Walks the root into a file list (contents not read yet), with the change
-/// watcher started first so that nothing changed meanwhile is missed.
-/// Returns the model without an index and the files to index, in order.
-///
-/// The walk and a `stat` of every entry run on the walker's threads; the
-/// sorted entries then fill the tree's map in bulk.
-pub(super) fn list(shared: &Shared, pacer: &mut Pacer) -> Option<(Live, Listed)> {
+/// The committed segments of `cache`, opened and checked. Calls wait for
+/// them only when most of a sample of their files are as recorded; else
+/// they are let go to scan now (the segments still serve once the walk is
+/// done).
+fn open_to_restore(shared: &Shared, cache: &RootCache) -> Option<Opened> {
+    let opened = open_committed(cache, cache_budget(shared));
+    let worth_waiting = opened
+        .as_ref()
+        .is_some_and(|opened| mostly_current(opened, shared.gate.root()));
+    if opened.is_some() && !worth_waiting {
+        tracing::debug!(
+            "index cache: most of a sample of its files changed since it was written; calls scan until it serves"
+        );
+    }
+    if !worth_waiting {
+        release_calls(shared);
+    }
+    opened
+}
+
+/// Starts the change watcher, which reads every folder: it too yields to
+/// calls.
+pub(super) fn start_watcher(shared: &Shared, pacer: &mut Pacer) -> ChangeWatcher {
     let root = shared.gate.root();
-    // Watching reads every folder: it too yields to calls.
-    let watcher = ChangeWatcher::start(
+    ChangeWatcher::start(
         root,
         shared.change_notifications,
         in_skipped_folder(root),
         &mut || pacer.yield_to_calls(shared),
-    );
+    )
+}
+
+/// Walks the root into a file list (contents not read yet), with the change
+/// `watcher` started before so that nothing changed meanwhile is missed.
+/// Returns the model without an index and the files to index, in order.
+///
+/// The walk and a `stat` of every entry run on the walker's threads; the
+/// sorted entries then fill the tree's map in bulk.
+pub(super) fn list(shared: &Shared, watcher: ChangeWatcher) -> Option<(Live, Listed)> {
+    let root = shared.gate.root();
     let walk_started = Instant::now();
     // Before the walk: the root's stamp must not show what the walk missed.
     let mut tree = Tree::new(&shared.gate);

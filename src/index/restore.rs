@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::base::{BaseIndex, Layer};
 use super::cache::RootCache;
 use super::live::Live;
-use super::tree::Content;
+use super::tree::{Adopted, Content};
 use crate::walk::Stamp;
 
 /// What the sweep found.
@@ -178,21 +178,28 @@ pub(super) fn restore(
         let files = (0..segment.file_count())
             .map(|local| segment.file(local))
             .collect::<Option<Vec<_>>>()?;
-        for (id, file) in (layer.first_id..).zip(files) {
-            if live.tree.is_dead(id) {
-                continue;
-            }
-            // Taken only by a settled file of the same stamp, not indexed
-            // yet (a name two segments hold is taken once).
-            if live.tree.adopt(file.name, file.stamp, Content::Base(id)) {
-                restored.unchanged += 1;
-                continue;
-            }
-            live.tree.lose_id(id);
-            if live.tree.get(file.name).is_some() {
-                restored.changed += 1;
-            } else {
-                restored.gone += 1;
+        let alive: Vec<_> = (layer.first_id..)
+            .zip(files)
+            .filter(|(id, _)| !live.tree.is_dead(*id))
+            .collect();
+        // Taken only by a settled file of the same stamp, not indexed yet
+        // (a name two segments hold is taken once).
+        let outcomes = live.tree.adopt_in_order(
+            alive
+                .iter()
+                .map(|(id, file)| (file.name, file.stamp, Content::Base(*id))),
+        );
+        for ((id, _), outcome) in alive.iter().zip(outcomes) {
+            match outcome {
+                Adopted::Unchanged => restored.unchanged += 1,
+                Adopted::Changed => {
+                    live.tree.lose_id(*id);
+                    restored.changed += 1;
+                }
+                Adopted::Gone => {
+                    live.tree.lose_id(*id);
+                    restored.gone += 1;
+                }
             }
         }
         // The sweep read every name and stamp: pages a search may never need.

@@ -486,7 +486,7 @@ impl Work {
 #[cfg(test)]
 mod tests {
     use crate::index::Shared;
-    use crate::index::build::list;
+    use crate::index::build::{list, start_watcher};
     use crate::index::pacer::Pacer;
     use crate::index::testing::{generated_tree, walked_paths};
     use crate::index::tree::Content;
@@ -499,7 +499,8 @@ mod tests {
         let (_dir, gate) = generated_tree(30, 4);
         std::thread::sleep(Duration::from_millis(250));
         let shared = Shared::new(&gate, usize::MAX, true, true);
-        let (mut live, _) = list(&shared, &mut Pacer::default()).unwrap();
+        let watcher = start_watcher(&shared, &mut Pacer::default());
+        let (mut live, _) = list(&shared, watcher).unwrap();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
         // feed reports the folder's two paths, not the file inside.
