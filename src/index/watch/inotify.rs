@@ -456,6 +456,9 @@ impl InotifyFeed {
     ) {
         let queue = FolderQueue::new(top.to_path_buf());
         let pause = Mutex::new(pause);
+        // Starting, nothing is reported: a folder's files are then passed
+        // over without making their paths.
+        let reporting = batch.reporting;
         let batch = Mutex::new(batch);
         let watched = AtomicUsize::new(self.folders.len());
         let stopped = AtomicBool::new(self.broken.is_some());
@@ -507,13 +510,18 @@ impl InotifyFeed {
                     continue;
                 };
                 let mut reported = Vec::new();
+                let report = newly_watched && reporting;
                 for entry in entries.flatten() {
-                    let path = entry.path();
-                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                        folder.below.push(path.clone());
+                    let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+                    if !is_dir && !report {
+                        continue;
                     }
-                    if newly_watched {
-                        reported.push(path);
+                    let path = entry.path();
+                    if report {
+                        reported.push(path.clone());
+                    }
+                    if is_dir {
+                        folder.below.push(path);
                     }
                 }
                 if let Ok(mut batch) = batch.lock() {
