@@ -104,6 +104,11 @@ impl Corpus {
     fn ready_target(&self) -> Duration {
         Duration::from_secs(if self.tenfold { 90 } else { 5 })
     }
+
+    /// Peak RSS, in MB (the issue's: 100 on u-boot, 200 on its tenfold).
+    fn peak_target(&self) -> f64 {
+        if self.tenfold { 200.0 } else { 100.0 }
+    }
 }
 
 fn main() {
@@ -608,15 +613,19 @@ fn bench_corpus(settings: &Settings, corpus: &Corpus) -> Table {
         "peak RSS (VmHWM)",
         format!("{:.1} MB", mb(peak_kib)),
         share(peak_kib),
-        &format!("≤ 200 MB (scan server {:.1} MB)", mb(scan_peak_kib)),
-        Some(mb(peak_kib) <= 200.0),
+        &format!(
+            "≤ {:.0} MB (scan server {:.1} MB)",
+            corpus.peak_target(),
+            mb(scan_peak_kib)
+        ),
+        Some(mb(peak_kib) <= corpus.peak_target()),
     );
     table.row(
         "anonymous memory (RssAnon), highest",
         format!("{:.1} MB", mb(anon_peak_kib)),
         share(anon_peak_kib),
-        &format!("≤ 100 MB (at the end {:.1} MB)", mb(anon_kib)),
-        Some(mb(anon_peak_kib) <= 100.0),
+        &format!("(at the end {:.1} MB)", mb(anon_kib)),
+        None,
     );
     table.row(
         "RSS after initialize",
