@@ -129,6 +129,15 @@ impl Node {
         (self.kind == EntryKind::File).then(|| self.stamp.map_or(0, |s| s.size()))
     }
 
+    /// A settled file listed under `stamp` whose content is still to be
+    /// read: what [`Tree::adopt`] takes.
+    fn awaits(&self, stamp: Stamp) -> bool {
+        self.kind == EntryKind::File
+            && self.settled
+            && self.stamp == Some(stamp)
+            && matches!(self.content, Content::Unread | Content::Listed)
+    }
+
     /// What a folder node knew of its stamps, and since when.
     fn dir_seen(&self) -> DirSeen {
         let ignores = self
@@ -639,11 +648,7 @@ impl Tree {
             }
             let outcome = match &mut at {
                 Some((key, node)) if key.0 == name => {
-                    let awaited = node.kind == EntryKind::File
-                        && node.settled
-                        && node.stamp == Some(stamp)
-                        && matches!(node.content, Content::Unread | Content::Listed);
-                    if awaited {
+                    if node.awaits(stamp) {
                         ledger.account(&key.0, node, false);
                         node.content = content;
                         ledger.account(&key.0, node, true);
@@ -663,11 +668,7 @@ impl Tree {
     /// waits to read that version (as [`Tree::adopt`] takes it).
     pub fn awaited_since(&self, relative: &str, stamp: Stamp) -> Option<SystemTime> {
         let (_, node) = self.get(relative)?;
-        (node.kind == EntryKind::File
-            && node.settled
-            && node.stamp == Some(stamp)
-            && matches!(node.content, Content::Unread | Content::Listed))
-        .then(|| node.first_seen.time())
+        node.awaits(stamp).then(|| node.first_seen.time())
     }
 
     /// The next files the build has to read ([`Content::Listed`], their
