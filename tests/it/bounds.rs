@@ -86,12 +86,8 @@ fn cpu_ticks(pid: u32) -> u64 {
 
 #[cfg(unix)]
 use crate::common::call_request as call;
-
 #[cfg(target_os = "linux")]
-fn cancel(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-           "params": {"requestId": id, "reason": "test"}})
-}
+use crate::common::cancel_notification as cancel;
 
 // Finding 4 and input sizes: refused before any work, naming the limit.
 

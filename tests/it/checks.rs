@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 #[cfg(unix)]
 use std::time::Duration;
 
-use crate::common::RawServer;
 use crate::common::eventually;
+use crate::common::{RawServer, cancel_notification};
 use crate::common::{Server, demo_root};
 #[cfg(unix)]
 use crate::common::{pid_in, text_of};
@@ -396,12 +396,7 @@ async fn a_cmd_checks_whole_tree_dies_on_timeout_cancel_and_server_exit() {
         }))
         .await;
     eventually("the check's ping.exe runs", || running_pings() == 1).await;
-    server
-        .send(&json!({
-            "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": 7, "reason": "user pressed stop"}
-        }))
-        .await;
+    server.send(&cancel_notification(7)).await;
     eventually("the cancelled check's ping.exe is gone", || {
         running_pings() == 0
     })
@@ -567,12 +562,7 @@ async fn cancellation_kills_the_tree_and_nothing_more_is_answered() {
     let pgid = pid_in(setup.root(), "tree.pid").await;
     assert!(!group_members(pgid).is_empty(), "the check runs");
 
-    server
-        .send(&json!({
-            "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": 7, "reason": "user pressed stop"}
-        }))
-        .await;
+    server.send(&cancel_notification(7)).await;
     assert_tree_gone(pgid).await;
 
     server

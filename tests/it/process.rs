@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::common::{RawServer, demo_root, server_command};
 #[cfg(target_os = "linux")]
-use crate::common::{binary, eventually, pid_in};
+use crate::common::{binary, cancel_notification, eventually, pid_in};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 #[cfg(target_os = "linux")]
@@ -156,12 +156,7 @@ async fn what_a_check_detaches_is_gone_when_it_is_cancelled() {
     server.initialize("2025-06-18").await;
     server.send(&check_call(7, "daemon")).await;
     let daemon = pid_in(&setup.root(), "daemon.pid").await;
-    server
-        .send(
-            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": 7, "reason": "test"}}),
-        )
-        .await;
+    server.send(&cancel_notification(7)).await;
     eventually("the cancelled check's daemon is dead", || {
         !is_running(daemon)
     })

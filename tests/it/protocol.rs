@@ -7,7 +7,9 @@ use crate::common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use crate::common::{RawServer, Server, TempProject, call_request, demo_root, strings, text_of};
+use crate::common::{
+    RawServer, Server, TempProject, call_request, cancel_notification, demo_root, strings, text_of,
+};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 
@@ -746,12 +748,7 @@ async fn a_quick_call_is_answered_while_a_slow_one_runs() {
     assert_eq!(first["result"]["structuredContent"]["content"], "small\n");
     // The slow one is not waited for: cancelled, it stops, and the server
     // still ends cleanly.
-    server
-        .send(
-            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": 1, "reason": "test"}}),
-        )
-        .await;
+    server.send(&cancel_notification(1)).await;
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
 }

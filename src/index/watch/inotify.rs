@@ -456,8 +456,8 @@ impl InotifyFeed {
     ) {
         let queue = FolderQueue::new(top.to_path_buf());
         let pause = Mutex::new(pause);
-        // Starting, nothing is reported: a folder's files are then passed
-        // over without making their paths.
+        // Starting or re-watching after a loss, nothing is reported: a
+        // folder's files are then passed over without making their paths.
         let reporting = batch.reporting;
         let batch = Mutex::new(batch);
         let watched = AtomicUsize::new(self.folders.len());

@@ -220,6 +220,12 @@ impl Server {
     }
 }
 
+/// The client's cancel of request `id`, for a [`RawServer`].
+pub fn cancel_notification(id: u64) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": id, "reason": "test"}})
+}
+
 /// A raw `tools/call` request, for a [`RawServer`].
 pub fn call_request(id: u64, tool: &str, arguments: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
