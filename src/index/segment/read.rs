@@ -685,7 +685,7 @@ impl Segment {
         if encoding == BITMAP {
             return Ok(bitmap_ids(list, self.header.files));
         }
-        self.varint_ids(list)
+        ListIds::new(list, self.header.files).collect()
     }
 
     /// Keeps the `ids` (increasing) whose files hold `trigram`.
@@ -717,10 +717,6 @@ impl Segment {
             return;
         }
         retain_listed(ListIds::new(&list, self.header.files), ids);
-    }
-
-    fn varint_ids(&self, list: &[u8]) -> Result<Vec<u32>, SegmentError> {
-        ListIds::new(list, self.header.files).collect()
     }
 }
 
