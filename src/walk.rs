@@ -150,7 +150,12 @@ pub fn walk_picked(
         rules.clone(),
         Folders::ConfirmedOnEntry,
     )
-    .threads(worker_threads())
+    // One folder's listing has nothing to share out: no threads to start.
+    .threads(if max_depth.is_some_and(|depth| depth <= 1) {
+        1
+    } else {
+        worker_threads()
+    })
     .build_parallel()
     .run(|| {
         let mut firsts = Firsts::new(wanted, sender.clone());

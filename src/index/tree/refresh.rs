@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Mutex;
 
 use super::{
     Content, IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps,
@@ -340,26 +341,51 @@ impl Tree {
             }
             return removed + 1;
         };
-        // A folder that cannot be read shows empty, as the walker shows it.
-        let children =
-            walk::walk(gate, &start, Some(1), &WalkOptions::default()).unwrap_or_default();
         let mut old: HashMap<String, EntryKind> = self
             .under_to_depth(dir, 1)
             .map(|(k, n)| (k.0.clone(), n.kind))
             .collect();
+        // A folder is listed again for the names that came and went: a file
+        // or folder still there as what it was is only noted (a file is
+        // looked at when it is reported itself, or the sweep finds its stamp
+        // moved), not made into an entry with a stat of its own. A checkout
+        // adding files to a folder of thousands lists it at every look.
+        let still_there = Mutex::new(Vec::new());
+        let keep = |relative: &str, kind: EntryKind| {
+            let same = matches!(kind, EntryKind::File | EntryKind::Dir)
+                && old.get(relative) == Some(&kind);
+            if same && let Ok(mut still_there) = still_there.lock() {
+                still_there.push(relative.to_string());
+            }
+            !same
+        };
+        // A folder that cannot be read shows empty, as the walker shows it.
+        let children = walk::walk_picked(
+            gate,
+            &start,
+            Some(1),
+            &WalkOptions::default(),
+            &keep,
+            usize::MAX,
+        )
+        .unwrap_or_default();
+        for name in still_there
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        {
+            old.remove(&name);
+        }
         let mut changed = 0;
         for child in children {
             match old.remove(&child.relative) {
-                Some(kind) if kind == child.kind => match kind {
-                    EntryKind::File => work.files.push(child.relative),
-                    EntryKind::Dir => {}
-                    EntryKind::Symlink | EntryKind::Other => {
-                        let stamp = stamp_at(&child.path);
-                        if let Some(node) = self.nodes.get_mut(&PathKey(child.relative)) {
-                            node.stamp = stamp;
-                        }
+                // Only a symlink or another special entry comes back as what
+                // it was (files and folders were noted above).
+                Some(kind) if kind == child.kind => {
+                    let stamp = stamp_at(&child.path);
+                    if let Some(node) = self.nodes.get_mut(&PathKey(child.relative)) {
+                        node.stamp = stamp;
                     }
-                },
+                }
                 previous => {
                     changed += 1;
                     if previous.is_some() {
@@ -518,6 +544,44 @@ mod tests {
         live.tree.refresh(changes, &gate).unwrap();
         let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
+        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
+        assert_eq!(modelled, walked_paths(&gate));
+    }
+
+    #[test]
+    fn a_folder_listed_again_takes_the_names_that_came_and_went_and_leaves_its_files_to_their_reports()
+     {
+        let (_dir, gate) = generated_tree(30, 4);
+        // Stamps old enough to trust: none is looked at again for its age.
+        std::thread::sleep(Duration::from_millis(250));
+        let shared = Shared::new(&gate, usize::MAX, true, true);
+        let watcher = start_watcher(&shared, &mut Pacer::default());
+        let (mut live, _) = list(&shared, watcher).unwrap();
+        let root = gate.root().to_path_buf();
+        let stamp_of = |live: &crate::index::live::Live, relative: &str| {
+            live.tree.get(relative).and_then(|(_, node)| node.stamp)
+        };
+        let listed = stamp_of(&live, "d2/e2/f2.txt");
+        assert!(listed.is_some());
+        // A file added and one removed in the folder of a file edited
+        // without a report of its own.
+        fs::write(
+            root.join("d2/e2/f2.txt"),
+            "edited, a longer text than before",
+        )
+        .unwrap();
+        fs::write(root.join("d2/e2/new.txt"), "x").unwrap();
+        fs::remove_file(root.join("d2/e2/f23.txt")).unwrap();
+        let names = Changes::Paths(vec![root.join("d2/e2/f23.txt"), root.join("d2/e2/new.txt")]);
+        live.tree.refresh(names, &gate).unwrap();
+        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
+        assert_eq!(modelled, walked_paths(&gate));
+        assert_eq!(stamp_of(&live, "d2/e2/f2.txt"), listed);
+        // Its own report (or a sweep) brings the edit.
+        let edit = Changes::Paths(vec![root.join("d2/e2/f2.txt")]);
+        live.tree.refresh(edit, &gate).unwrap();
+        assert_ne!(stamp_of(&live, "d2/e2/f2.txt"), listed);
+        live.tree.refresh(Changes::Unknown, &gate).unwrap();
         let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
         assert_eq!(modelled, walked_paths(&gate));
     }
