@@ -117,6 +117,9 @@ impl Drop for Resident {
 struct NameIndex {
     keys: RandomState,
     sorted: Box<[u64]>,
+    /// The first and the last name (the file table is in path order):
+    /// a name outside them is in no other record, with no hash taken.
+    bounds: Option<(Box<str>, Box<str>)>,
 }
 
 impl NameIndex {
@@ -384,10 +387,16 @@ impl Segment {
             names: NameIndex {
                 keys: RandomState::new(),
                 sorted: Box::default(),
+                bounds: None,
             },
             resident: Default::default(),
         };
         segment.names.sorted = segment.check_files()?;
+        let last = segment.header.files.checked_sub(1);
+        segment.names.bounds = last.and_then(|last| {
+            let name = |id| segment.file(id).map(|file| Box::from(file.name));
+            Some((name(0)?, name(last)?))
+        });
         segment.check_lookup()?;
         Ok(segment)
     }
@@ -580,6 +589,10 @@ impl Segment {
     /// The local id of the file named `name`, if the segment holds it: the
     /// ids of its hash in the name index, each name compared.
     pub fn find_name(&self, name: &str) -> Option<u32> {
+        let (first, last) = self.names.bounds.as_ref()?;
+        if in_path_order(name, first) || in_path_order(last, name) {
+            return None;
+        }
         let hash = self.names.hash(name);
         let sorted = &self.names.sorted;
         let first = sorted.partition_point(|entry| entry >> 32 < hash);
