@@ -150,7 +150,8 @@ pub fn walk_picked(
         rules.clone(),
         Folders::ConfirmedOnEntry,
     )
-    // One folder's listing has nothing to share out: no threads to start.
+    // One folder's listing has nothing to share out: one worker, not one
+    // a core.
     .threads(if max_depth.is_some_and(|depth| depth <= 1) {
         1
     } else {
