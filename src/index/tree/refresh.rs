@@ -513,20 +513,33 @@ impl Work {
 mod tests {
     use crate::index::Shared;
     use crate::index::build::{list, start_watcher};
+    use crate::index::live::Live;
     use crate::index::pacer::Pacer;
     use crate::index::testing::{generated_tree, walked_paths};
     use crate::index::tree::Content;
     use crate::index::watch::Changes;
+    use crate::security::PathGate;
     use std::fs;
     use std::time::Duration;
 
-    #[test]
-    fn reported_paths_are_applied_exactly() {
-        let (_dir, gate) = generated_tree(30, 4);
+    /// A generated tree and its model, its stamps old enough to trust (none
+    /// is looked at again for its age).
+    fn listed_tree() -> (tempfile::TempDir, PathGate, Live) {
+        let (dir, gate) = generated_tree(30, 4);
         std::thread::sleep(Duration::from_millis(250));
         let shared = Shared::new(&gate, usize::MAX, true, true);
         let watcher = start_watcher(&shared, &mut Pacer::default());
-        let (mut live, _) = list(&shared, watcher).unwrap();
+        let (live, _) = list(&shared, watcher).unwrap();
+        (dir, gate, live)
+    }
+
+    fn modelled(live: &Live) -> Vec<String> {
+        live.tree.under(".").map(|(k, _)| k.0.clone()).collect()
+    }
+
+    #[test]
+    fn reported_paths_are_applied_exactly() {
+        let (_dir, gate, mut live) = listed_tree();
         let root = gate.root().to_path_buf();
         // A folder moved away and back, with an edit while it was away: the
         // feed reports the folder's two paths, not the file inside.
@@ -544,23 +557,16 @@ mod tests {
         live.tree.refresh(changes, &gate).unwrap();
         let (_, edited) = live.tree.get("d1/e1/f1.txt").unwrap();
         assert!(!matches!(edited.content, Content::Base(_)));
-        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
-        assert_eq!(modelled, walked_paths(&gate));
+        assert_eq!(modelled(&live), walked_paths(&gate));
     }
 
     #[test]
     fn a_folder_listed_again_takes_the_names_that_came_and_went_and_leaves_its_files_to_their_reports()
      {
-        let (_dir, gate) = generated_tree(30, 4);
-        // Stamps old enough to trust: none is looked at again for its age.
-        std::thread::sleep(Duration::from_millis(250));
-        let shared = Shared::new(&gate, usize::MAX, true, true);
-        let watcher = start_watcher(&shared, &mut Pacer::default());
-        let (mut live, _) = list(&shared, watcher).unwrap();
+        let (_dir, gate, mut live) = listed_tree();
         let root = gate.root().to_path_buf();
-        let stamp_of = |live: &crate::index::live::Live, relative: &str| {
-            live.tree.get(relative).and_then(|(_, node)| node.stamp)
-        };
+        let stamp_of =
+            |live: &Live, relative: &str| live.tree.get(relative).and_then(|(_, node)| node.stamp);
         let listed = stamp_of(&live, "d2/e2/f2.txt");
         assert!(listed.is_some());
         // A file added and one removed in the folder of a file edited
@@ -574,15 +580,13 @@ mod tests {
         fs::remove_file(root.join("d2/e2/f23.txt")).unwrap();
         let names = Changes::Paths(vec![root.join("d2/e2/f23.txt"), root.join("d2/e2/new.txt")]);
         live.tree.refresh(names, &gate).unwrap();
-        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
-        assert_eq!(modelled, walked_paths(&gate));
+        assert_eq!(modelled(&live), walked_paths(&gate));
         assert_eq!(stamp_of(&live, "d2/e2/f2.txt"), listed);
         // Its own report (or a sweep) brings the edit.
         let edit = Changes::Paths(vec![root.join("d2/e2/f2.txt")]);
         live.tree.refresh(edit, &gate).unwrap();
         assert_ne!(stamp_of(&live, "d2/e2/f2.txt"), listed);
         live.tree.refresh(Changes::Unknown, &gate).unwrap();
-        let modelled: Vec<String> = live.tree.under(".").map(|(k, _)| k.0.clone()).collect();
-        assert_eq!(modelled, walked_paths(&gate));
+        assert_eq!(modelled(&live), walked_paths(&gate));
     }
 }
