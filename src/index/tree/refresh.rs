@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
     Content, IGNORE_FILES, IgnoreFile, Node, PathKey, Seen, Tree, dir_state, ignore_stamps,
@@ -341,23 +341,24 @@ impl Tree {
             }
             return removed + 1;
         };
-        let mut old: HashMap<String, EntryKind> = self
-            .under_to_depth(dir, 1)
-            .map(|(k, n)| (k.0.clone(), n.kind))
-            .collect();
         // A folder is listed again for the names that came and went: a file
-        // or folder still there as what it was is only noted (a file is
-        // looked at when it is reported itself, or the sweep finds its stamp
-        // moved), not made into an entry with a stat of its own. A checkout
-        // adding files to a folder of thousands lists it at every look.
-        let still_there = Mutex::new(Vec::new());
+        // or folder still there as what it was is only marked seen (a file
+        // is looked at when it is reported itself, or the sweep finds its
+        // stamp moved), not made into an entry with a stat of its own. A
+        // checkout adding files to a folder of thousands lists it at every
+        // look.
+        let known: HashMap<String, (EntryKind, AtomicBool)> = self
+            .under_to_depth(dir, 1)
+            .map(|(k, n)| (k.0.clone(), (n.kind, AtomicBool::new(false))))
+            .collect();
         let keep = |relative: &str, kind: EntryKind| {
-            let same = matches!(kind, EntryKind::File | EntryKind::Dir)
-                && old.get(relative) == Some(&kind);
-            if same && let Ok(mut still_there) = still_there.lock() {
-                still_there.push(relative.to_string());
-            }
-            !same
+            let still_there = matches!(kind, EntryKind::File | EntryKind::Dir)
+                && known
+                    .get(relative)
+                    .filter(|(was, _)| *was == kind)
+                    .inspect(|(_, seen)| seen.store(true, Ordering::Relaxed))
+                    .is_some();
+            !still_there
         };
         // A folder that cannot be read shows empty, as the walker shows it.
         let children = walk::walk_picked(
@@ -369,17 +370,16 @@ impl Tree {
             usize::MAX,
         )
         .unwrap_or_default();
-        for name in still_there
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-        {
-            old.remove(&name);
-        }
+        let mut old: HashMap<String, EntryKind> = known
+            .into_iter()
+            .filter(|(_, (_, seen))| !seen.load(Ordering::Relaxed))
+            .map(|(name, (kind, _))| (name, kind))
+            .collect();
         let mut changed = 0;
         for child in children {
             match old.remove(&child.relative) {
                 // Only a symlink or another special entry comes back as what
-                // it was (files and folders were noted above).
+                // it was (files and folders were marked seen above).
                 Some(kind) if kind == child.kind => {
                     let stamp = stamp_at(&child.path);
                     if let Some(node) = self.nodes.get_mut(&PathKey(child.relative)) {
