@@ -6,6 +6,7 @@ use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::EntryKind;
 use crate::security::{LastFolder, PathGate};
 
 /// What identifies one version of a file: a rewrite changes at least the
@@ -264,6 +265,41 @@ impl Stamp {
 }
 
 impl Stamp {
+    /// What is at `path` now (a final symlink not followed): its kind and
+    /// stamp. On Linux the `stat` of its name in its folder, opened beneath
+    /// the root (never through a folder swapped for a symlink) and held in
+    /// `last` for the entries after it, as a sweep meets a folder's entries
+    /// one after another; on Windows from one handle opened for attributes
+    /// (the kind from them); elsewhere the `stat` by path. `None` when
+    /// nothing is there, or (Linux) the root handle does not reach it.
+    pub fn look(gate: &PathGate, path: &Path, last: &mut LastFolder) -> Option<(EntryKind, Stamp)> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::FileType;
+            let stat = gate.full_stat_in(path, last).ok()?;
+            let kind = match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile => EntryKind::File,
+                FileType::Directory => EntryKind::Dir,
+                FileType::Symlink => EntryKind::Symlink,
+                _ => EntryKind::Other,
+            };
+            Some((kind, Stamp::of_stat(&stat)))
+        }
+        #[cfg(windows)]
+        {
+            let _ = (gate, last);
+            let file = windows::open_attributes(path).ok()?;
+            let stamp = windows::stamp(&file).ok()?;
+            Some((windows::kind(&file, stamp.mode).ok()?, stamp))
+        }
+        #[cfg(not(any(target_os = "linux", windows)))]
+        {
+            let _ = (gate, last);
+            let (metadata, stamp) = Stamp::lstat(path).ok()?;
+            Some((EntryKind::of(metadata.file_type()), stamp))
+        }
+    }
+
     /// The stamp of the entry at `path` as a walk met it, confirmed through
     /// the root handle: on Linux the `stat` of its name in its folder,
     /// opened beneath the root and held in `last` for the entries after it
@@ -388,16 +424,17 @@ mod tests {
 /// the inode and device.
 #[cfg(windows)]
 mod windows {
-    use super::{Stamp, Time};
+    use super::{EntryKind, Stamp, Time};
     use std::fs::File;
     use std::io;
     use std::os::windows::fs::OpenOptionsExt;
     use std::os::windows::io::AsRawHandle;
     use std::path::Path;
     use windows_sys::Win32::Storage::FileSystem::{
-        BY_HANDLE_FILE_INFORMATION, FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS,
-        FILE_FLAG_OPEN_REPARSE_POINT, FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ,
-        FILE_SHARE_WRITE, FileBasicInfo, GetFileInformationByHandle, GetFileInformationByHandleEx,
+        BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
+        FILE_BASIC_INFO, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+        FILE_READ_ATTRIBUTES, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FileBasicInfo,
+        GetFileInformationByHandle, GetFileInformationByHandleEx,
     };
 
     /// 100-nanosecond ticks from 1601-01-01 (FILETIME's epoch) to 1970-01-01.
@@ -411,6 +448,21 @@ mod windows {
             .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
             .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
             .open(path)
+    }
+
+    /// The kind of the entry open as `file`, whose attributes are
+    /// `attributes`, as the standard library tells it: only a reparse point
+    /// (a symlink or junction, or another kind that is not a link) needs
+    /// another query for it.
+    pub fn kind(file: &File, attributes: u32) -> io::Result<EntryKind> {
+        if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+            return Ok(EntryKind::of(file.metadata()?.file_type()));
+        }
+        Ok(if attributes & FILE_ATTRIBUTE_DIRECTORY != 0 {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        })
     }
 
     pub fn stamp(file: &File) -> io::Result<Stamp> {

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::index::watch::Changes;
 use crate::security::{LastFolder, PathGate, ResolvedPath};
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{self, EntryKind, Stamp, WalkOptions};
 
 impl Tree {
     /// Brings the tree up to the disk. Returns how many entries changed, or
@@ -132,11 +132,10 @@ impl Tree {
         }
     }
 
-    /// Compares every entry with the disk.
+    /// Compares every entry with the disk, on the walker's thread count:
+    /// without a live change feed (Windows, macOS, notifications off) every
+    /// call sweeps, and a sweep is a `stat` of every entry.
     fn sweep(&self, work: &mut Work) {
-        let ignores_changed = |dir: &Path, known: &[IgnoreFile; 2]| {
-            ignore_stamps(dir) != [known[0].stamp, known[1].stamp]
-        };
         if ignores_changed(&self.root, &self.root_ignores) {
             // The rules of the whole tree may have changed: it is walked
             // again, which looks at every entry as this sweep would.
@@ -146,33 +145,74 @@ impl Tree {
         if stamp_at(&self.root) != self.root_stamp {
             work.relist.push(".".to_string());
         }
-        for (key, node) in self.nodes.iter().filter(|(_, node)| !node.lossy) {
-            let path = self.path_of(&key.0);
-            let current = lstat_stamped(&path);
-            let same_kind =
-                current.as_ref().map(|(metadata, _)| kind_of(metadata)) == Some(node.kind);
-            if !same_kind {
-                work.relist.push(parent_of(&key.0).to_string());
-                continue;
+        let entries: Vec<(&PathKey, &Node)> =
+            self.nodes.iter().filter(|(_, node)| !node.lossy).collect();
+        // Parts in path order, so that each part's entries share folders.
+        let part_size = entries
+            .len()
+            .div_ceil(walk::worker_threads())
+            .max(SWEEP_PART_MIN);
+        let compare_part = |part: &[(&PathKey, &Node)]| {
+            let mut found = Work::default();
+            let mut last = LastFolder::default();
+            for (key, node) in part {
+                self.compare(key, node, &mut last, &mut found);
             }
-            if let Some(ignores) = &node.ignores
-                && ignores_changed(&self.path_of(&key.0), ignores)
-            {
-                work.relist.push(key.0.clone());
+            found
+        };
+        let found: Vec<Work> = std::thread::scope(|scope| {
+            let mut parts = entries.chunks(part_size);
+            let first = parts.next().unwrap_or_default();
+            let helpers: Vec<_> = parts
+                .map(|part| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, move || compare_part(part))
+                        .map_err(|_| part)
+                })
+                .collect();
+            let mut found = vec![compare_part(first)];
+            for helper in helpers {
+                found.push(match helper {
+                    Ok(thread) => thread
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    // No thread to be had: this one looks at the part too.
+                    Err(part) => compare_part(part),
+                });
             }
-            let stamp = current.map(|(_, stamp)| stamp);
-            if stamp == node.stamp {
-                continue;
-            }
-            if IGNORE_FILES.contains(&key.0.rsplit('/').next().unwrap_or_default()) {
-                work.relist.push(parent_of(&key.0).to_string());
-            }
-            match node.kind {
-                EntryKind::File => work.files.push(key.0.clone()),
-                EntryKind::Dir => work.relist.push(key.0.clone()),
-                EntryKind::Symlink | EntryKind::Other => {
-                    work.relist.push(parent_of(&key.0).to_string())
-                }
+            found
+        });
+        for part in found {
+            work.files.extend(part.files);
+            work.relist.extend(part.relist);
+        }
+    }
+
+    /// Compares one entry with the disk, for [`Tree::sweep`].
+    fn compare(&self, key: &PathKey, node: &Node, last: &mut LastFolder, work: &mut Work) {
+        let path = self.path_of(&key.0);
+        let current = Stamp::look(&self.gate, &path, last);
+        if current.as_ref().map(|(kind, _)| *kind) != Some(node.kind) {
+            work.relist.push(parent_of(&key.0).to_string());
+            return;
+        }
+        if let Some(ignores) = &node.ignores
+            && ignores_changed(&path, ignores)
+        {
+            work.relist.push(key.0.clone());
+        }
+        let stamp = current.map(|(_, stamp)| stamp);
+        if stamp == node.stamp {
+            return;
+        }
+        if IGNORE_FILES.contains(&key.0.rsplit('/').next().unwrap_or_default()) {
+            work.relist.push(parent_of(&key.0).to_string());
+        }
+        match node.kind {
+            EntryKind::File => work.files.push(key.0.clone()),
+            EntryKind::Dir => work.relist.push(key.0.clone()),
+            EntryKind::Symlink | EntryKind::Other => {
+                work.relist.push(parent_of(&key.0).to_string())
             }
         }
     }
@@ -430,6 +470,16 @@ impl Tree {
     }
 }
 
+/// Whether the ignore files of `dir` are no longer those `known`.
+fn ignores_changed(dir: &Path, known: &[IgnoreFile; 2]) -> bool {
+    ignore_stamps(dir) != [known[0].stamp, known[1].stamp]
+}
+
+/// Entries one thread of a sweep takes at least: fewer cost less than
+/// starting the thread (a `stat` takes about a microsecond). Tests sweep
+/// their small trees in parts too.
+const SWEEP_PART_MIN: usize = if cfg!(test) { 8 } else { 4096 };
+
 /// What one refresh has to look at again.
 #[derive(Default)]
 struct Work {
@@ -588,5 +638,27 @@ mod tests {
         assert_ne!(stamp_of(&live, "d2/e2/f2.txt"), listed);
         live.tree.refresh(Changes::Unknown, &gate).unwrap();
         assert_eq!(modelled(&live), walked_paths(&gate));
+    }
+
+    #[test]
+    fn a_sweep_in_parts_finds_the_changes_of_every_part() {
+        let (_dir, gate, mut live) = listed_tree();
+        let root = gate.root().to_path_buf();
+        let stamp_of =
+            |live: &Live, relative: &str| live.tree.get(relative).and_then(|(_, node)| node.stamp);
+        // The first and the last file in path order, unreported.
+        let (first, last) = ("d0/e0/f0.txt", "d6/e2/f20.txt");
+        let before = [stamp_of(&live, first), stamp_of(&live, last)];
+        assert!(before.iter().all(Option::is_some));
+        for name in [first, last] {
+            fs::write(root.join(name), "edited, a longer text than before").unwrap();
+        }
+        fs::remove_file(root.join("d3/e0/f3.txt")).unwrap();
+        fs::write(root.join("d4/new.txt"), "x").unwrap();
+        live.tree.refresh(Changes::Unknown, &gate).unwrap();
+        assert_eq!(modelled(&live), walked_paths(&gate));
+        for (name, before) in [first, last].into_iter().zip(before) {
+            assert_ne!(stamp_of(&live, name), before, "{name}");
+        }
     }
 }
