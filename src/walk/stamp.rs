@@ -311,9 +311,7 @@ impl Stamp {
     pub fn beneath(gate: &PathGate, path: &Path, last: &mut LastFolder) -> Option<Stamp> {
         #[cfg(target_os = "linux")]
         {
-            gate.full_stat_in(path, last)
-                .ok()
-                .map(|stat| Stamp::of_stat(&stat))
+            Stamp::look(gate, path, last).map(|(_, stamp)| stamp)
         }
         #[cfg(not(target_os = "linux"))]
         {
