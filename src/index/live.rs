@@ -89,7 +89,8 @@ const LOOKUPS_PER_PAGE_DROP: usize = 8192;
 pub(super) enum Looker {
     /// A call that needs the whole tree: it sweeps when changes were lost.
     Call,
-    /// A call that would rather walk the few folders it needs than sweep.
+    /// A listing (find, list): the walker answers it for less than a
+    /// sweep costs, so it walks instead.
     CheapCall,
     /// The background, when changes are queued or stamps may have
     /// settled: it sweeps when changes were lost (before any call has
