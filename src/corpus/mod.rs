@@ -33,7 +33,7 @@ use crate::index::{Candidate, ReadWhole, TreeModel};
 use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 use identity::Known;
-use ordered::{BATCH_FILES, Feed};
+use ordered::BATCH_FILES;
 use searchable::{SNIFF_BYTES, looks_binary, read_searchable};
 
 /// One project's files as a call sees them.
@@ -163,7 +163,7 @@ impl<'a> Corpus<'a> {
         start: &ResolvedPath,
         query: &Hir,
         options: &WalkOptions,
-        accept: impl Fn(&str) -> bool,
+        accept: impl Fn(&str) -> bool + Sync,
         reader: &R,
         mut consume: impl FnMut(R::Outcome) -> ControlFlow<()> + Send,
     ) -> io::Result<()> {
@@ -212,24 +212,19 @@ impl<'a> Corpus<'a> {
                 );
                 Ok(())
             }
-            Some(files) => ordered::in_order_parallel(
-                Feed::List,
-                |visit| {
-                    for file in &files {
-                        if visit(Document::candidate(file, root)).is_break() {
-                            break;
-                        }
-                    }
-                    Ok(())
-                },
-                accept,
-                fresh,
-                work,
-                consume,
-                cancel,
-            ),
+            Some(files) => {
+                ordered::in_order_shared(
+                    files.len(),
+                    |index| Document::candidate(&files[index], root),
+                    accept,
+                    fresh,
+                    work,
+                    consume,
+                    cancel,
+                );
+                Ok(())
+            }
             None => ordered::in_order_parallel(
-                Feed::Walk,
                 |visit| {
                     walk::walk_files_to_open(self.gate, start, options, |entry| {
                         visit(Document::walked(entry))
@@ -398,18 +393,18 @@ mod tests {
         names
     }
 
-    #[test]
-    fn a_scan_that_reads_a_file_whose_stamp_moved_but_not_its_text_gives_the_model_its_id_back() {
+    /// A tree of `count` files `f000.txt`, `f001.txt`... holding `text(i)`,
+    /// and its model once settled.
+    fn settled_model(
+        count: usize,
+        text: impl Fn(usize) -> String,
+    ) -> (tempfile::TempDir, PathGate, TreeModel) {
         let dir = tempfile::tempdir().unwrap();
         let root = dunce::canonicalize(dir.path()).unwrap();
-        for i in 0..40 {
-            fs::write(
-                root.join(format!("f{i}.txt")),
-                format!("text of file {i}\n"),
-            )
-            .unwrap();
+        for i in 0..count {
+            fs::write(root.join(format!("f{i:03}.txt")), text(i)).unwrap();
         }
-        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let gate = PathGate::new(root, &[]).unwrap();
         // Stamps younger than the file system's clock tick are not trusted.
         std::thread::sleep(Duration::from_millis(250));
         let model = TreeModel::new(&gate, &IndexConfig::default());
@@ -419,11 +414,78 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(model.is_ready());
+        (dir, gate, model)
+    }
+
+    /// Names the documents holding `needle`.
+    struct Holding;
+
+    impl Reader for Holding {
+        type Scratch = ();
+        type Outcome = Name;
+        fn scratch(&self) {}
+        fn evaluate(&self, _: &mut (), document: &Document, content: &[u8]) -> Name {
+            let holds = content.windows(6).any(|window| window == b"needle");
+            Name(holds.then(|| document.name().to_string()))
+        }
+    }
+
+    /// The first `wanted` documents of `corpus` holding `needle`.
+    fn holding_needle(corpus: &Corpus<'_>, start: &ResolvedPath, wanted: usize) -> Vec<String> {
+        let needle = crate::matcher::parse("needle", true, false).unwrap();
+        let mut names = Vec::new();
+        let options = WalkOptions::default();
+        corpus
+            .scan(
+                start,
+                &needle,
+                &options,
+                |_| true,
+                &Holding,
+                |name| {
+                    names.extend(name.0);
+                    if names.len() >= wanted {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            )
+            .unwrap();
+        names
+    }
+
+    #[test]
+    fn a_list_of_candidates_shared_by_threads_comes_in_path_order() {
+        let (_dir, gate, model) = settled_model(150, |i| {
+            let word = if i % 3 == 0 { "other" } else { "needle" };
+            format!("{word} {i}\n")
+        });
+        let start = gate.resolve(".").unwrap();
+        let needle = crate::matcher::parse("needle", true, false).unwrap();
+        // Too many to be read on the calling thread alone.
+        let candidates = model.candidates(&start, &needle).unwrap();
+        assert_eq!(candidates.len(), 100);
+        assert!(candidates.len() > BATCH_FILES);
+        let corpus = Corpus::new(&gate, &model);
+        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
+        assert_eq!(walked.len(), 100);
+        assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
+        // An early stop takes exactly the first ones.
+        for wanted in [1, BATCH_FILES, 70] {
+            let names = holding_needle(&corpus, &start, wanted);
+            assert_eq!(names, walked[..wanted], "{wanted}");
+        }
+    }
+
+    #[test]
+    fn a_scan_that_reads_a_file_whose_stamp_moved_but_not_its_text_gives_the_model_its_id_back() {
+        let (_dir, gate, model) = settled_model(40, |i| format!("text of file {i}\n"));
         let corpus = Corpus::new(&gate, &model);
         let start = gate.resolve(".").unwrap();
         let absent = crate::matcher::parse("word_in_no_file", true, false).unwrap();
         assert!(read_names(&corpus, &start, &absent).is_empty());
-        let path = root.join("f7.txt");
+        let path = gate.root().join("f007.txt");
         let text = fs::read(&path).unwrap();
         // The same text under a new stamp (as a checkout back and forth
         // writes it): a candidate until read, and the background waits for
@@ -442,7 +504,7 @@ mod tests {
                 "the file is still a candidate after a call read it"
             );
             let present = crate::matcher::parse("file 7", true, false).unwrap();
-            assert_eq!(read_names(&corpus, &start, &present), ["f7.txt"]);
+            assert_eq!(read_names(&corpus, &start, &present), ["f007.txt"]);
             return;
         }
         panic!("the background read the file again before every call");
