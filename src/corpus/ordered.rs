@@ -385,11 +385,22 @@ mod tests {
         work: impl Fn(&Document) -> T + Sync,
         consume: impl FnMut(T) -> ControlFlow<()> + Send,
     ) {
+        run_until(executor, files, accept, work, consume, &Cancel::never());
+    }
+
+    /// [`run`], until `cancel` is raised.
+    fn run_until<T: Default + Send>(
+        executor: Executor,
+        files: &[Document],
+        accept: impl Fn(&Document) -> bool + Sync,
+        work: impl Fn(&Document) -> T + Sync,
+        consume: impl FnMut(T) -> ControlFlow<()> + Send,
+        cancel: &Cancel,
+    ) {
         let work = |_: &mut (), document: &Document| work(document);
-        let cancel = Cancel::never();
         match executor {
             Executor::Walk => {
-                in_order_parallel(feed_of(files), accept, || (), work, consume, &cancel).unwrap()
+                in_order_parallel(feed_of(files), accept, || (), work, consume, cancel).unwrap()
             }
             Executor::Shared => in_order_shared(
                 files.len(),
@@ -398,7 +409,7 @@ mod tests {
                 || (),
                 work,
                 consume,
-                &cancel,
+                cancel,
             ),
         }
     }
@@ -494,5 +505,40 @@ mod tests {
             ahead <= SHARED_LOOKAHEAD + walk::worker_threads(),
             "{ahead} documents finished while the first was read"
         );
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_within_what_its_threads_had_claimed() {
+        let files: Vec<Document> = (0..5000).map(file).collect();
+        for executor in [Executor::Walk, Executor::Shared] {
+            let cancel = Cancel::default();
+            let worked = AtomicUsize::new(0);
+            let mut handed = 0;
+            run_until(
+                executor,
+                &files,
+                |_| true,
+                |_| {
+                    worked.fetch_add(1, Ordering::SeqCst);
+                    Some(())
+                },
+                |_: Option<()>| {
+                    handed += 1;
+                    if handed == 100 {
+                        cancel.cancel();
+                    }
+                    ControlFlow::Continue(())
+                },
+                &cancel,
+            );
+            let worked = worked.load(Ordering::SeqCst);
+            // What was worked ahead of the outcomes handed on when the flag
+            // rose, and a document a thread had started.
+            let ahead = walk::worker_threads() * BATCH_FILES * 4 + BATCH_FILES;
+            assert!(
+                worked <= 100 + ahead.max(SHARED_LOOKAHEAD) + walk::worker_threads(),
+                "{executor:?}: {worked} worked after a cancel at 100"
+            );
+        }
     }
 }
