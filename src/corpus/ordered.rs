@@ -55,14 +55,21 @@ impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
         if self.enough {
             return true;
         }
-        self.waiting.insert(index, outcome);
-        while let Some(outcome) = self.waiting.remove(&self.next) {
+        if index != self.next {
+            // The next outcome is still missing: nothing to hand on.
+            self.waiting.insert(index, outcome);
+            return false;
+        }
+        // In order (the common case) nothing is stored: no allocation.
+        let mut ready = Some(outcome);
+        while let Some(outcome) = ready.take() {
             self.next += 1;
             if (self.consume)(outcome).is_break() {
                 self.enough = true;
                 self.waiting.clear();
                 break;
             }
+            ready = self.waiting.remove(&self.next);
         }
         self.enough
     }
