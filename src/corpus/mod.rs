@@ -157,7 +157,8 @@ impl<'a> Corpus<'a> {
     /// [`crate::matcher::parse`] gave it) and whose name `accept` keeps,
     /// until `consume` breaks or `options.cancel` is set. A file named as
     /// `start` is the one document, whatever `accept` says. A document that
-    /// cannot be opened or is not searchable gets the default outcome.
+    /// cannot be opened or is not searchable gets the default outcome, as
+    /// may one `accept` refuses (it is not read).
     pub fn scan<R: Reader>(
         &self,
         start: &ResolvedPath,
