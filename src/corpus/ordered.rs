@@ -384,19 +384,9 @@ mod tests {
         Shared,
     }
 
-    /// Works `files` with `executor`, `work` on each file `accept` keeps.
+    /// Works `files` with `executor`, `work` on each file `accept` keeps,
+    /// until `cancel` is raised.
     fn run<T: Default + Send>(
-        executor: Executor,
-        files: &[Document],
-        accept: impl Fn(&Document) -> bool + Sync,
-        work: impl Fn(&Document) -> T + Sync,
-        consume: impl FnMut(T) -> ControlFlow<()> + Send,
-    ) {
-        run_until(executor, files, accept, work, consume, &Cancel::never());
-    }
-
-    /// [`run`], until `cancel` is raised.
-    fn run_until<T: Default + Send>(
         executor: Executor,
         files: &[Document],
         accept: impl Fn(&Document) -> bool + Sync,
@@ -444,6 +434,7 @@ mod tests {
                         ControlFlow::Continue(())
                     }
                 },
+                &Cancel::never(),
             );
             assert_eq!(seen, expected[..500], "{executor:?}");
         }
@@ -470,6 +461,7 @@ mod tests {
                     workers.extend(worker);
                     ControlFlow::Continue(())
                 },
+                &Cancel::never(),
             );
             assert_eq!(count, files.len(), "{executor:?}");
             let by_this_thread = workers.iter().filter(|id| **id == here).count();
@@ -504,6 +496,7 @@ mod tests {
                 count += 1;
                 ControlFlow::Continue(())
             },
+            &Cancel::never(),
         );
         assert_eq!(count, files.len());
         let ahead = worked_before_the_first.load(Ordering::SeqCst);
@@ -521,7 +514,7 @@ mod tests {
             let cancel = Cancel::default();
             let worked = AtomicUsize::new(0);
             let mut handed = 0;
-            run_until(
+            run(
                 executor,
                 &files,
                 |_| true,
