@@ -101,11 +101,9 @@ pub(super) fn in_order_here<T>(
 /// is free; hands the outcomes to `consume` in path order and stops once it
 /// breaks or the call is cancelled. Nothing passes between the threads but
 /// the claim of an index and the outcomes, so no thread sleeps unless it is
-/// [`SHARED_LOOKAHEAD`] documents ahead of the outcomes handed on. On
-/// u-boot (two cores) a search reading 250 candidates took 2.0 ms and
-/// 2.0-2.3 ms of CPU, where a feeding thread handing batches to two helpers
-/// (woken batch by batch) took 2.0-2.2 ms and 3.0 ms of CPU; a regex every
-/// file may hold, 161-168 ms against 181-183 ms.
+/// [`SHARED_LOOKAHEAD`] documents ahead of the outcomes handed on: a list
+/// needs no thread to feed it, and helpers woken batch by batch cost more
+/// CPU for no less time (docs/performance.md, "Per call").
 pub(super) fn in_order_shared<T: Default + Send, S>(
     count: usize,
     document: impl Fn(usize) -> Document + Sync,
