@@ -22,6 +22,7 @@ pub mod searchable;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use regex_syntax::hir::Hir;
@@ -35,6 +36,13 @@ use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 use identity::Known;
 use ordered::BATCH_FILES;
 use searchable::{SNIFF_BYTES, looks_binary, read_searchable};
+
+/// Candidates the tree model lists for a scan's first page: a search
+/// that has enough after a few files (a common word) lists no more; each
+/// page after is [`PAGE_GROWTH`] times the one before, so a scan of every
+/// candidate asks for a few pages only.
+const FIRST_PAGE: usize = 128;
+const PAGE_GROWTH: usize = 4;
 
 /// One project's files as a call sees them.
 #[derive(Clone, Copy)]
@@ -194,49 +202,71 @@ impl<'a> Corpus<'a> {
             let _ = consume(work(&mut fresh(), &document));
             return Ok(());
         }
-        let accept = |document: &Document| accept(document.name());
-        // The model holds the default view only: ignored files need the walk.
-        let candidates = if options.include_ignored {
-            None
-        } else {
-            self.model.candidates(start, query)
+        // A page's documents are worked through when the consumer may still
+        // want more; the walk takes only those after the pages before.
+        let stopped = AtomicBool::new(false);
+        let mut consume = |outcome| {
+            let flow = consume(outcome);
+            if flow.is_break() {
+                stopped.store(true, Ordering::Relaxed);
+            }
+            flow
         };
-        match candidates {
-            Some(files) if files.len() <= BATCH_FILES => {
+        let mut last: Option<String> = None;
+        let mut wanted = FIRST_PAGE;
+        loop {
+            // The model holds the default view only: ignored files need the walk.
+            let page = if options.include_ignored {
+                None
+            } else {
+                self.model.candidates(start, query, last.as_deref(), wanted)
+            };
+            let Some(page) = page else {
+                let last = last.as_deref();
+                let accept = |document: &Document| {
+                    last.is_none_or(|last| walk::path_order(document.name(), last).is_gt())
+                        && accept(document.name())
+                };
+                return ordered::in_order_parallel(
+                    |visit| {
+                        walk::walk_files_to_open(self.gate, start, options, |entry| {
+                            visit(Document::walked(entry))
+                        })
+                    },
+                    accept,
+                    fresh,
+                    work,
+                    &mut consume,
+                    cancel,
+                );
+            };
+            let accept = |document: &Document| accept(document.name());
+            let files = &page.files;
+            if files.len() <= BATCH_FILES {
                 let mut worker = fresh();
                 ordered::in_order_here(
                     files.iter().map(|file| Document::candidate(file, root)),
                     &accept,
                     |document| work(&mut worker, document),
-                    consume,
+                    &mut consume,
                     cancel,
                 );
-                Ok(())
-            }
-            Some(files) => {
+            } else {
                 ordered::in_order_shared(
                     files.len(),
                     |index| Document::candidate(&files[index], root),
                     accept,
                     fresh,
                     work,
-                    consume,
+                    &mut consume,
                     cancel,
                 );
-                Ok(())
             }
-            None => ordered::in_order_parallel(
-                |visit| {
-                    walk::walk_files_to_open(self.gate, start, options, |entry| {
-                        visit(Document::walked(entry))
-                    })
-                },
-                accept,
-                fresh,
-                work,
-                consume,
-                cancel,
-            ),
+            if page.ends_list || stopped.load(Ordering::Relaxed) || cancel.is_cancelled() {
+                return Ok(());
+            }
+            last = files.last().map(|file| file.relative().to_string());
+            wanted = wanted.saturating_mul(PAGE_GROWTH);
         }
     }
 
@@ -465,7 +495,10 @@ mod tests {
         let start = gate.resolve(".").unwrap();
         let needle = crate::matcher::parse("needle", true, false).unwrap();
         // Too many to be read on the calling thread alone.
-        let candidates = model.candidates(&start, &needle).unwrap();
+        let candidates = model
+            .candidates(&start, &needle, None, usize::MAX)
+            .unwrap()
+            .files;
         assert_eq!(candidates.len(), 100);
         assert!(candidates.len() > BATCH_FILES);
         let corpus = Corpus::new(&gate, &model);
@@ -474,6 +507,28 @@ mod tests {
         assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
         // An early stop takes exactly the first ones.
         for wanted in [1, BATCH_FILES, 70] {
+            let names = holding_needle(&corpus, &start, wanted);
+            assert_eq!(names, walked[..wanted], "{wanted}");
+        }
+    }
+
+    #[test]
+    fn a_scan_over_pages_of_candidates_gives_what_the_walk_gives() {
+        // Enough files holding `needle` that the model lists them in pages.
+        let (_dir, gate, model) = settled_model(1500, |i| {
+            let word = if i % 4 == 0 { "other" } else { "needle" };
+            format!("{word} {i}\n")
+        });
+        let start = gate.resolve(".").unwrap();
+        let needle = crate::matcher::parse("needle", true, false).unwrap();
+        let first = model.candidates(&start, &needle, None, FIRST_PAGE).unwrap();
+        assert_eq!(first.files.len(), FIRST_PAGE);
+        assert!(!first.ends_list);
+        let corpus = Corpus::new(&gate, &model);
+        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
+        assert_eq!(walked.len(), 1125);
+        assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
+        for wanted in [FIRST_PAGE, FIRST_PAGE + 1, 700] {
             let names = holding_needle(&corpus, &start, wanted);
             assert_eq!(names, walked[..wanted], "{wanted}");
         }

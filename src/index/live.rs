@@ -84,6 +84,12 @@ impl TakeBacks {
 /// process.
 const LOOKUPS_PER_PAGE_DROP: usize = 8192;
 
+/// Files the layers name for a query up to which a page lists them all,
+/// whatever it was asked for: listing one costs about a quarter of a
+/// microsecond, and each page after the first costs the lists' evaluation
+/// again and a new start of the scan's threads.
+pub(super) const ONE_PAGE_UP_TO: usize = 1024;
+
 /// Who brings the tree up to the disk, and so how much work it may do.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Looker {
@@ -135,34 +141,70 @@ impl Live {
     /// the indexed files the posting lists name in each layer, merged with
     /// the loose files (never indexed, or changed and not read again yet).
     /// Skipped files never are; a file's content decides, never a walk of
-    /// the list.
-    pub(super) fn candidates<'a>(&'a self, dir: &'a str, query: &Query) -> Vec<Found<'a>> {
+    /// the list. Only the page asked for is listed: the first `wanted` that
+    /// sort after `last` (the last of the page before); the flag says
+    /// whether the page ends the list.
+    pub(super) fn candidates<'a>(
+        &'a self,
+        dir: &'a str,
+        query: &Query,
+        last: Option<&str>,
+        wanted: usize,
+    ) -> (Vec<Found<'a>>, bool) {
         if *query == Query::All {
-            return self
-                .tree
-                .under(dir)
-                .filter(|(_, node)| {
-                    node.kind == EntryKind::File && !matches!(node.content, Content::Skipped)
-                })
-                .map(Found::of)
-                .collect();
+            return first_of(
+                self.tree
+                    .under_past(dir, last)
+                    .filter(|(_, node)| {
+                        node.kind == EntryKind::File && !matches!(node.content, Content::Skipped)
+                    })
+                    .map(Found::of),
+                wanted,
+            );
         }
-        let below = |name: &str| tree::is_below(name, dir) && name != dir;
+        let in_page = |name: &str| {
+            tree::is_below(name, dir)
+                && name != dir
+                && last.is_none_or(|last| walk::path_order(name, last).is_gt())
+        };
         let mut runs = Vec::with_capacity(self.base.layers().len() + 1);
-        // Ids whose files match, for their other names (if any file has).
+        let mut ends_list = true;
+        // Ids whose files match, for their other names (if any file has):
+        // those may sort anywhere, so each layer's list is then read whole.
         let linked = self.base.has_other_names();
         let mut matched = Vec::new();
-        for layer in self.base.layers() {
+        // A layer's files are in path order, those below `dir` together.
+        let from = last.or((dir != ".").then_some(dir));
+        let evaluated: Vec<Vec<u32>> = self
+            .base
+            .layers()
+            .iter()
+            .map(|layer| {
+                let segment = &*layer.segment;
+                evaluate(query, segment, &mut PostingCache::default())
+                    .unwrap_or_else(|| (0..segment.file_count()).collect())
+            })
+            .collect();
+        // A few are listed at once: a page after costs more than they do.
+        let named: usize = evaluated.iter().map(Vec::len).sum();
+        let wanted = if named <= ONE_PAGE_UP_TO {
+            wanted.max(named)
+        } else {
+            wanted
+        };
+        for (layer, local) in self.base.layers().iter().zip(evaluated) {
             let segment = &*layer.segment;
             // Files taken back under a new stamp (a checkout rewrote them
             // with the same text) are listed as they are now: the record
             // keeps the old stamp, and a search refuses to open a file
             // whose inode is not the one listed.
             let restamped = self.restamped.contains_key(&layer.first_id);
-            let local = evaluate(query, segment, &mut PostingCache::default())
-                .unwrap_or_else(|| (0..segment.file_count()).collect());
+            let first = match from {
+                Some(from) if !linked => first_past(segment, &local, from),
+                _ => 0,
+            };
             let mut run = Vec::new();
-            for local in local {
+            for &local in &local[first..] {
                 let id = layer.first_id + local;
                 // Changed or gone since it was indexed: a loose file or
                 // nothing (its other names may still stand for it).
@@ -180,8 +222,16 @@ impl Live {
                 if linked {
                     matched.push(id);
                 }
-                if dead || !below(file.name) {
-                    continue;
+                if dead || !in_page(file.name) {
+                    if linked {
+                        continue;
+                    }
+                    // Past the files below `dir`.
+                    break;
+                }
+                if run.len() == wanted {
+                    ends_list = false;
+                    break;
                 }
                 if restamped {
                     run.extend(self.tree.get(file.name).map(Found::of));
@@ -196,13 +246,21 @@ impl Live {
             self.base
                 .other_names_of(&matched)
                 .into_iter()
-                .filter(|name| below(&name.key.0) && self.tree.holds_linked(&name.key.0))
+                .filter(|name| in_page(&name.key.0) && self.tree.holds_linked(&name.key.0))
                 .map(|name| Found::from(NameOf::from(name)))
                 .collect(),
         );
         let indexed = merge_runs(runs);
-        let loose = self.tree.loose_under(dir).map(Found::of);
-        merge_in_path_order(indexed.into_iter(), loose, |found| found.key)
+        let (loose, loose_ends) = first_of(self.tree.loose_under(dir, last).map(Found::of), wanted);
+        let mut page =
+            merge_in_path_order(indexed.into_iter(), loose.into_iter(), |found| found.key);
+        // The first `wanted` of the merged runs are among each run's first
+        // `wanted`: a run cut there loses none of them.
+        if page.len() > wanted {
+            page.truncate(wanted);
+            ends_list = false;
+        }
+        (page, ends_list && loose_ends)
     }
 
     /// Counts `files` looked up in the layers; drops the pages they touched
@@ -413,6 +471,24 @@ pub(super) fn merge_in_path_order<'k, T>(
             second.next()
         });
     }
+}
+
+/// Where the files of `ids` (local ids of `segment`, in path order) start
+/// to sort after `from`.
+fn first_past(segment: &Segment, ids: &[u32], from: &str) -> usize {
+    ids.partition_point(|&local| {
+        segment
+            .file(local)
+            .is_none_or(|file| walk::path_order(file.name, from).is_le())
+    })
+}
+
+/// The first `wanted` items of `items`, and whether they are all of them.
+fn first_of<T>(items: impl Iterator<Item = T>, wanted: usize) -> (Vec<T>, bool) {
+    let mut items = items.peekable();
+    let first: Vec<T> = items.by_ref().take(wanted).collect();
+    let all = items.peek().is_none();
+    (first, all)
 }
 
 /// An entry of the model, with what a listing of it needs.

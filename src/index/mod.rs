@@ -79,6 +79,14 @@ impl Pick<'_> {
     };
 }
 
+/// A page of [`TreeModel::candidates`].
+#[derive(Debug)]
+pub struct Candidates {
+    pub files: Vec<Candidate>,
+    /// No candidate sorts after the page's last.
+    pub ends_list: bool,
+}
+
 /// A file that may hold a query, as [`TreeModel::candidates`] lists it:
 /// held compactly, as a call whose candidates are every file holds one for
 /// each, and made an [`Entry`] only as the scan reaches it.
@@ -462,19 +470,30 @@ impl TreeModel {
 
     /// Files below the folder `start` that may contain a match of `query`
     /// (as [`crate::matcher::parse`] gave it), in path order, as the walker
-    /// would list them; `None` when the model cannot answer and the caller
-    /// must walk.
-    pub fn candidates(&self, start: &ResolvedPath, query: &Hir) -> Option<Vec<Candidate>> {
+    /// would list them, a page at a time: the first `wanted` that sort
+    /// after `last` (the last of the page before); `None` when the model
+    /// cannot answer and the caller must walk.
+    pub fn candidates(
+        &self,
+        start: &ResolvedPath,
+        query: &Hir,
+        last: Option<&str>,
+        wanted: usize,
+    ) -> Option<Candidates> {
         self.with_fresh_tree(start, false, |live, _| {
             let query = plan::plan(query);
             let depth_of_start = depth(&start.relative);
             // Without a dead id no layer holds a version of a file waiting
             // to be read (a new one, or one of a first build).
             let may_take_back = live.tree.has_dead() && live.take_backs.pay();
-            live.candidates(&start.relative, &query)
-                .into_iter()
-                .map(|found| found.candidate(depth_of_start, may_take_back))
-                .collect()
+            let (found, ends_list) = live.candidates(&start.relative, &query, last, wanted);
+            Candidates {
+                files: found
+                    .into_iter()
+                    .map(|found| found.candidate(depth_of_start, may_take_back))
+                    .collect(),
+                ends_list,
+            }
         })
     }
 
@@ -594,6 +613,7 @@ impl TreeModel {
 
 #[cfg(test)]
 mod tests {
+    use super::live::ONE_PAGE_UP_TO;
     use super::testing::*;
     use super::tree::Content;
     use super::*;
@@ -769,6 +789,111 @@ mod tests {
         assert_eq!(found, true_matches(&gate, &kelvin));
     }
 
+    /// The names of `query`'s candidates below `start`, asked for `page`
+    /// at a time, and how many pages that took.
+    fn paged_candidates(
+        model: &TreeModel,
+        start: &ResolvedPath,
+        query: &ContentQuery<'_>,
+        page: usize,
+    ) -> (Vec<String>, usize) {
+        let mut names: Vec<String> = Vec::new();
+        for pages in 1.. {
+            let last = names.last().cloned();
+            let answer = model
+                .candidates(start, &query.hir(), last.as_deref(), page)
+                .unwrap();
+            names.extend(answer.files.iter().map(|c| c.relative().to_string()));
+            if answer.ends_list {
+                return (names, pages);
+            }
+            assert!(answer.files.len() >= page, "a cut page is full");
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn candidates_come_a_page_at_a_time_as_one_list() {
+        // More files than a page lists whatever it is asked for.
+        let count = 4 * ONE_PAGE_UP_TO / 3 + 100;
+        let files: Vec<(String, String)> = (0..count)
+            .map(|i| {
+                let word = if i % 4 == 0 { "other" } else { "needle" };
+                (format!("d{}/f{i}.txt", i % 5), format!("{word} {i}\n"))
+            })
+            .collect();
+        let files: Vec<(&str, String)> =
+            files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        let (_dir, root) = crate::security::temp_root(&files);
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let model = ready_model(&gate);
+        let queries = [
+            ContentQuery::literal("needle"),
+            ContentQuery::literal("other"),
+            ContentQuery {
+                pattern: r"NEEDLE \d+",
+                regex: true,
+                case_insensitive: true,
+            },
+            ContentQuery {
+                pattern: ".",
+                regex: true,
+                case_insensitive: false,
+            },
+        ];
+        for folder in [".", "d1"] {
+            let start = gate.resolve(folder).unwrap();
+            for query in &queries {
+                let whole = model
+                    .candidates(&start, &query.hir(), None, usize::MAX)
+                    .unwrap();
+                assert!(whole.ends_list);
+                let whole: Vec<String> = whole
+                    .files
+                    .iter()
+                    .map(|c| c.relative().to_string())
+                    .collect();
+                for page in [1, 7, 300] {
+                    let (paged, pages) = paged_candidates(&model, &start, query, page);
+                    assert_eq!(paged, whole, "{folder} {query:?} by {page}");
+                    // The lists name few files for `other`: one page.
+                    let few = query.pattern == "other";
+                    assert_eq!(
+                        pages > 1,
+                        !few && whole.len() > page,
+                        "{folder} {query:?} by {page}"
+                    );
+                }
+            }
+        }
+        // Pages over files changed, made and removed since the build, not
+        // read again yet, hold every match in path order.
+        for i in (0..count).step_by(97) {
+            let name = format!("d{}/f{i}.txt", i % 5);
+            if i % 2 == 0 {
+                fs::write(root.join(&name), format!("other again {i}\n")).unwrap();
+            } else {
+                fs::remove_file(root.join(&name)).unwrap();
+            }
+            fs::write(root.join(format!("d{}/new{i}.txt", i % 5)), "needle anew\n").unwrap();
+        }
+        let start = gate.resolve(".").unwrap();
+        let walked = walked_files(&gate);
+        for query in &queries {
+            let (paged, _) = paged_candidates(&model, &start, query, 7);
+            assert!(
+                paged
+                    .windows(2)
+                    .all(|pair| walk::path_order(&pair[0], &pair[1]).is_lt()),
+                "{query:?}"
+            );
+            for found in true_matches(&gate, query) {
+                assert!(paged.contains(&found), "{query:?} misses {found}");
+            }
+            assert!(paged.iter().all(|name| walked.contains(name)), "{query:?}");
+        }
+    }
+
     #[test]
     fn an_index_kept_on_disk_in_several_segments_answers_as_the_one_in_memory() {
         // A build's run of parts becomes a layer at `FULL_BYTES` (16 KiB in
@@ -860,10 +985,11 @@ mod tests {
         assert!(format!("{second:?}").contains("building"), "{second:?}");
         let query = ContentQuery::literal("needle");
         let start = gate.resolve(".").unwrap();
-        let answer = second.candidates(&start, &query.hir());
+        let answer = second.candidates(&start, &query.hir(), None, usize::MAX);
         assert!(answer.is_some(), "the call walked instead of waiting");
         let found: Vec<String> = answer
             .unwrap()
+            .files
             .into_iter()
             .map(|e| e.relative().to_string())
             .collect();
@@ -944,13 +1070,16 @@ mod tests {
         let query = ContentQuery::literal("needle");
         let start = gate.resolve(".").unwrap();
         assert!(
-            second.candidates(&start, &query.hir()).is_none(),
+            second
+                .candidates(&start, &query.hir(), None, usize::MAX)
+                .is_none(),
             "the call waited for the restore instead of walking"
         );
         wait_until_settled(&second);
-        let answer = second.candidates(&start, &query.hir());
+        let answer = second.candidates(&start, &query.hir(), None, usize::MAX);
         let found: Vec<String> = answer
             .unwrap()
+            .files
             .into_iter()
             .map(|e| e.relative().to_string())
             .collect();
@@ -1077,12 +1206,20 @@ mod tests {
         fs::remove_file(&path).unwrap();
         fs::write(&path, &text).unwrap();
         std::thread::sleep(Duration::from_millis(250));
-        assert!(model.candidates(&start, &query.hir()).is_some());
+        assert!(
+            model
+                .candidates(&start, &query.hir(), None, usize::MAX)
+                .is_some()
+        );
         assert_eq!(settled_content(&model, "d0/e0/f0.txt"), before);
         // Other text: a new id in a new layer.
         fs::write(&path, b"another_text entirely\n").unwrap();
         std::thread::sleep(Duration::from_millis(250));
-        assert!(model.candidates(&start, &query.hir()).is_some());
+        assert!(
+            model
+                .candidates(&start, &query.hir(), None, usize::MAX)
+                .is_some()
+        );
         assert_ne!(settled_content(&model, "d0/e0/f0.txt"), before);
         assert_eq!(
             candidate_names(&model, &gate, &ContentQuery::literal("another_text")),
@@ -1107,13 +1244,20 @@ mod tests {
         std::thread::sleep(Duration::from_millis(250));
         let start = gate.resolve(".").unwrap();
         let query = ContentQuery::literal("taken_back_word");
-        assert!(model.candidates(&start, &query.hir()).is_some());
+        assert!(
+            model
+                .candidates(&start, &query.hir(), None, usize::MAX)
+                .is_some()
+        );
         assert_eq!(
             settled_content(&model, relative),
             before,
             "its id taken back"
         );
-        let candidates = model.candidates(&start, &query.hir()).unwrap();
+        let candidates = model
+            .candidates(&start, &query.hir(), None, usize::MAX)
+            .unwrap()
+            .files;
         let [entry] = candidates.as_slice() else {
             panic!("one candidate, got {candidates:?}");
         };
@@ -1307,8 +1451,14 @@ mod tests {
         // A walk from `sub` applies the rules from the root down, as the
         // model does: the model answers for it, the same.
         let from_sub: Vec<String> = model
-            .candidates(&gate.resolve("sub").unwrap(), &query.hir())
+            .candidates(
+                &gate.resolve("sub").unwrap(),
+                &query.hir(),
+                None,
+                usize::MAX,
+            )
             .unwrap()
+            .files
             .into_iter()
             .map(|e| e.relative().to_string())
             .collect();
@@ -1380,17 +1530,17 @@ mod tests {
         };
         assert!(
             model
-                .candidates(&gate.resolve(".").unwrap(), &query.hir())
+                .candidates(&gate.resolve(".").unwrap(), &query.hir(), None, usize::MAX)
                 .is_none()
         );
         assert!(
             model
-                .candidates(&gate.resolve("d1").unwrap(), &query.hir())
+                .candidates(&gate.resolve("d1").unwrap(), &query.hir(), None, usize::MAX)
                 .is_none()
         );
         assert!(
             model
-                .candidates(&gate.resolve("d2").unwrap(), &query.hir())
+                .candidates(&gate.resolve("d2").unwrap(), &query.hir(), None, usize::MAX)
                 .is_some()
         );
     }

@@ -167,8 +167,9 @@ pub(super) fn candidate_names(
 ) -> Vec<String> {
     let start = gate.resolve(".").unwrap();
     model
-        .candidates(&start, &query.hir())
+        .candidates(&start, &query.hir(), None, usize::MAX)
         .unwrap()
+        .files
         .into_iter()
         .map(|e| e.relative().to_string())
         .collect()

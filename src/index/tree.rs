@@ -858,8 +858,18 @@ impl Tree {
 
     /// Iterates `dir`'s descendants in path order.
     pub fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
+        self.under_past(dir, None)
+    }
+
+    /// Iterates `dir`'s descendants in path order, from the first that
+    /// sorts after `last` (one of them), or from the first.
+    pub fn under_past<'a>(
+        &'a self,
+        dir: &'a str,
+        last: Option<&str>,
+    ) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
         self.nodes
-            .range((after(dir), Bound::Unbounded))
+            .range((past(dir, last), Bound::Unbounded))
             .take_while(move |(key, _)| is_below(&key.0, dir))
     }
 
@@ -896,22 +906,24 @@ impl Tree {
     }
 
     /// Files under `dir` that are not in the base shards nor skipped, in
-    /// path order. While files the build listed wait to be read, those are
-    /// most of the tree: it is walked instead of the set.
+    /// path order, from the first that sorts after `last` (one of them) or
+    /// from the first. While files the build listed wait to be read, those
+    /// are most of the tree: it is walked instead of the set.
     pub fn loose_under<'a>(
         &'a self,
         dir: &'a str,
+        last: Option<&str>,
     ) -> impl Iterator<Item = (&'a PathKey, &'a Node)> + 'a {
         let listing = self.ledger.listed > 0;
         let tracked = (!listing).then(|| {
             self.ledger
                 .loose
-                .range((after(dir), Bound::Unbounded))
+                .range((past(dir, last), Bound::Unbounded))
                 .take_while(move |key| is_below(&key.0, dir))
                 .filter_map(|key| self.nodes.get_key_value(key))
         });
         let walked = listing.then(|| {
-            self.under(dir).filter(|(_, node)| {
+            self.under_past(dir, last).filter(|(_, node)| {
                 node.kind == EntryKind::File
                     && matches!(
                         node.content,
@@ -1031,6 +1043,15 @@ fn after(dir: &str) -> Bound<PathKey> {
     match dir {
         "." => Bound::Unbounded,
         _ => Bound::Excluded(PathKey(dir.to_string())),
+    }
+}
+
+/// Where the entries below `dir` that sort after `last` (one of them)
+/// start; where all of them start without one.
+fn past(dir: &str, last: Option<&str>) -> Bound<PathKey> {
+    match last {
+        Some(last) => Bound::Excluded(PathKey(last.to_string())),
+        None => after(dir),
     }
 }
 
