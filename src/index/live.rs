@@ -229,7 +229,7 @@ impl Live {
                     // Past the files below `dir`.
                     break;
                 }
-                if run.len() == wanted {
+                if run.len() == wanted && !linked {
                     ends_list = false;
                     break;
                 }

@@ -825,6 +825,14 @@ mod tests {
         let files: Vec<(&str, String)> =
             files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
         let (_dir, root) = crate::security::temp_root(&files);
+        if cfg!(unix) {
+            // Other names of one file, before and among the rest: every
+            // layer's list is then read whole for each page.
+            for name in ["a/first.txt", "d3/link.txt"] {
+                fs::create_dir_all(root.join(name).parent().unwrap()).unwrap();
+                fs::hard_link(root.join("d1/f1.txt"), root.join(name)).unwrap();
+            }
+        }
         let gate = PathGate::new(root.clone(), &[]).unwrap();
         let model = ready_model(&gate);
         let queries = [
@@ -841,6 +849,16 @@ mod tests {
                 case_insensitive: false,
             },
         ];
+        if cfg!(unix) {
+            // A name made after the build, sorting before the others.
+            fs::hard_link(root.join("d4/f9.txt"), root.join("a/early.txt")).unwrap();
+            let needle = ContentQuery::literal("needle");
+            std::thread::sleep(Duration::from_millis(250));
+            until(|| {
+                candidate_names(&model, &gate, &needle).contains(&"a/early.txt".to_string())
+                    && model.is_settled()
+            });
+        }
         for folder in [".", "d1"] {
             let start = gate.resolve(folder).unwrap();
             for query in &queries {
