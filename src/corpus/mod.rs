@@ -486,52 +486,54 @@ mod tests {
         names
     }
 
-    #[test]
-    fn a_list_of_candidates_shared_by_threads_comes_in_path_order() {
-        let (_dir, gate, model) = settled_model(150, |i| {
-            let word = if i % 3 == 0 { "other" } else { "needle" };
+    /// A settled tree of `count` files, every `other`-th holding `other`
+    /// and the rest `needle`, whose scan through the model for `needle`
+    /// gives what the walk gives, whole and stopped after each of `stops`.
+    fn scanned_as_walked(
+        count: usize,
+        other: usize,
+        stops: &[usize],
+    ) -> (tempfile::TempDir, PathGate, TreeModel) {
+        let (dir, gate, model) = settled_model(count, |i| {
+            let word = if i % other == 0 { "other" } else { "needle" };
             format!("{word} {i}\n")
         });
         let start = gate.resolve(".").unwrap();
+        let corpus = Corpus::new(&gate, &model);
+        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
+        assert_eq!(walked.len(), (0..count).filter(|i| i % other != 0).count());
+        assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
+        for &wanted in stops {
+            let names = holding_needle(&corpus, &start, wanted);
+            assert_eq!(names, walked[..wanted], "{wanted}");
+        }
+        (dir, gate, model)
+    }
+
+    #[test]
+    fn a_list_of_candidates_shared_by_threads_comes_in_path_order() {
+        let (_dir, gate, model) = scanned_as_walked(150, 3, &[1, BATCH_FILES, 70]);
         let needle = crate::matcher::parse("needle", true, false).unwrap();
         // Too many to be read on the calling thread alone.
         let candidates = model
-            .candidates(&start, &needle, None, usize::MAX)
+            .candidates(&gate.resolve(".").unwrap(), &needle, None, usize::MAX)
             .unwrap()
             .files;
         assert_eq!(candidates.len(), 100);
         assert!(candidates.len() > BATCH_FILES);
-        let corpus = Corpus::new(&gate, &model);
-        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
-        assert_eq!(walked.len(), 100);
-        assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
-        // An early stop takes exactly the first ones.
-        for wanted in [1, BATCH_FILES, 70] {
-            let names = holding_needle(&corpus, &start, wanted);
-            assert_eq!(names, walked[..wanted], "{wanted}");
-        }
     }
 
     #[test]
     fn a_scan_over_pages_of_candidates_gives_what_the_walk_gives() {
         // Enough files holding `needle` that the model lists them in pages.
-        let (_dir, gate, model) = settled_model(1500, |i| {
-            let word = if i % 4 == 0 { "other" } else { "needle" };
-            format!("{word} {i}\n")
-        });
-        let start = gate.resolve(".").unwrap();
+        let stops = [FIRST_PAGE, FIRST_PAGE + 1, 700];
+        let (_dir, gate, model) = scanned_as_walked(1500, 4, &stops);
         let needle = crate::matcher::parse("needle", true, false).unwrap();
-        let first = model.candidates(&start, &needle, None, FIRST_PAGE).unwrap();
+        let first = model
+            .candidates(&gate.resolve(".").unwrap(), &needle, None, FIRST_PAGE)
+            .unwrap();
         assert_eq!(first.files.len(), FIRST_PAGE);
         assert!(!first.ends_list);
-        let corpus = Corpus::new(&gate, &model);
-        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
-        assert_eq!(walked.len(), 1125);
-        assert_eq!(holding_needle(&corpus, &start, usize::MAX), walked);
-        for wanted in [FIRST_PAGE, FIRST_PAGE + 1, 700] {
-            let names = holding_needle(&corpus, &start, wanted);
-            assert_eq!(names, walked[..wanted], "{wanted}");
-        }
     }
 
     #[test]
