@@ -526,8 +526,8 @@ mod tests {
     #[test]
     fn a_scan_over_pages_of_candidates_gives_what_the_walk_gives() {
         // Enough files holding `needle` that the model lists them in pages.
-        let stops = [FIRST_PAGE, FIRST_PAGE + 1, 700];
-        let (_dir, gate, model) = scanned_as_walked(1500, 4, &stops);
+        let stops = [FIRST_PAGE, FIRST_PAGE + 1, 200];
+        let (_dir, gate, model) = scanned_as_walked(300, 4, &stops);
         let needle = crate::matcher::parse("needle", true, false).unwrap();
         let first = model
             .candidates(&gate.resolve(".").unwrap(), &needle, None, FIRST_PAGE)

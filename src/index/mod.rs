@@ -871,16 +871,17 @@ mod tests {
                     .iter()
                     .map(|c| c.relative().to_string())
                     .collect();
-                for page in [1, 7, 300] {
+                for page in [3, 40] {
                     let (paged, pages) = paged_candidates(&model, &start, query, page);
                     assert_eq!(paged, whole, "{folder} {query:?} by {page}");
-                    // The lists name few files for `other`: one page.
-                    let few = query.pattern == "other";
-                    assert_eq!(
-                        pages > 1,
-                        !few && whole.len() > page,
-                        "{folder} {query:?} by {page}"
-                    );
+                    // `other`'s lists name few files: listed at once, loose files aside.
+                    if query.pattern != "other" {
+                        assert_eq!(
+                            pages > 1,
+                            whole.len() > page,
+                            "{folder} {query:?} by {page}"
+                        );
+                    }
                 }
             }
         }
