@@ -822,8 +822,10 @@ mod tests {
                 (format!("d{}/f{i}.txt", i % 5), format!("{word} {i}\n"))
             })
             .collect();
-        let files: Vec<(&str, String)> =
-            files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
         let (_dir, root) = crate::security::temp_root(&files);
         if cfg!(unix) {
             // Other names of one file, before and among the rest: every
