@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::{JsonBudget, Status, ToolError};
 use crate::cancel::Cancel;
 use crate::corpus::{Corpus, Document, Outcome, Reader};
-use crate::symbols::{self, Language, ParseBudget, ParseError, SymbolKind};
+use crate::symbols::{self, Language, ParseBudget, ParseError, SymbolKind, uses};
 use crate::walk::WalkOptions;
 
 pub const DEFAULT_MAX_RESULTS: usize = 50;
@@ -248,12 +248,25 @@ impl Outcome for FileDefinitions {
     }
 }
 
-/// Parses each document of a known language that holds the name.
+/// Parses each document of a known language that holds the name: as a
+/// whole word when it is an identifier (a definition's name is a whole
+/// token; `init` is in four times as many of u-boot's files as a part of
+/// longer words), else anywhere.
 struct Parser<'a> {
     name: &'a str,
     kind: Option<SymbolKind>,
     finder: memchr::memmem::Finder<'a>,
     budget: &'a ParseBudget,
+}
+
+impl Parser<'_> {
+    fn may_define(&self, source: &[u8]) -> bool {
+        if uses::is_identifier(self.name) {
+            uses::holds_word(source, &self.finder)
+        } else {
+            self.finder.find(source).is_some()
+        }
+    }
 }
 
 impl Reader for Parser<'_> {
@@ -267,7 +280,7 @@ impl Reader for Parser<'_> {
         let Some(language) = Language::of_path(file) else {
             return FileDefinitions::default();
         };
-        if self.finder.find(source).is_none() {
+        if !self.may_define(source) {
             return FileDefinitions::default();
         }
         let language = language.for_source(source);
