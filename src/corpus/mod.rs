@@ -22,6 +22,7 @@ pub mod searchable;
 use std::io;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
@@ -30,7 +31,7 @@ use regex_syntax::hir::Hir;
 pub use crate::index::Pick;
 pub use identity::Outcome;
 
-use crate::index::{Candidate, ReadWhole, TreeModel};
+use crate::index::{Candidate, Candidates, ReadWhole, TreeModel};
 use crate::security::{PathGate, ResolvedPath};
 use crate::walk::{self, Entry, EntryKind, Stamp, WalkOptions};
 use identity::Known;
@@ -202,8 +203,6 @@ impl<'a> Corpus<'a> {
             let _ = consume(work(&mut fresh(), &document));
             return Ok(());
         }
-        // A page's documents are worked through when the consumer may still
-        // want more; the walk takes only those after the pages before.
         let stopped = AtomicBool::new(false);
         let mut consume = |outcome| {
             let flow = consume(outcome);
@@ -212,62 +211,66 @@ impl<'a> Corpus<'a> {
             }
             flow
         };
-        let mut last: Option<String> = None;
-        let mut wanted = FIRST_PAGE;
-        loop {
-            // The model holds the default view only: ignored files need the walk.
-            let page = if options.include_ignored {
-                None
-            } else {
-                self.model.candidates(start, query, last.as_deref(), wanted)
-            };
-            let Some(page) = page else {
-                let last = last.as_deref();
-                let accept = |document: &Document| {
-                    last.is_none_or(|last| walk::path_order(document.name(), last).is_gt())
-                        && accept(document.name())
-                };
-                return ordered::in_order_parallel(
-                    |visit| {
-                        walk::walk_files_to_open(self.gate, start, options, |entry| {
-                            visit(Document::walked(entry))
-                        })
-                    },
-                    accept,
-                    fresh,
-                    work,
-                    &mut consume,
-                    cancel,
-                );
-            };
-            let accept = |document: &Document| accept(document.name());
-            let files = &page.files;
-            if files.len() <= BATCH_FILES {
+        // The model holds the default view only: ignored files need the walk.
+        let first = if options.include_ignored {
+            None
+        } else {
+            self.model.candidates(start, query, None, FIRST_PAGE)
+        };
+        let accept_name = |document: &Document| accept(document.name());
+        // The files to walk, when the model does not list them: all, or
+        // those after the last it listed.
+        let walk_after: Option<Option<String>> = match first {
+            None => Some(None),
+            Some(first) if first.ends_list && first.files.len() <= BATCH_FILES => {
                 let mut worker = fresh();
                 ordered::in_order_here(
-                    files.iter().map(|file| Document::candidate(file, root)),
-                    &accept,
+                    first
+                        .files
+                        .iter()
+                        .map(|file| Document::candidate(file, root)),
+                    &accept_name,
                     |document| work(&mut worker, document),
                     &mut consume,
                     cancel,
                 );
-            } else {
+                None
+            }
+            Some(first) => {
+                let pages = Pages::after(self.model, start, query, first);
                 ordered::in_order_shared(
-                    files.len(),
-                    |index| Document::candidate(&files[index], root),
-                    accept,
+                    |index| pages.document(index, root),
+                    accept_name,
                     fresh,
                     work,
                     &mut consume,
                     cancel,
                 );
+                pages
+                    .refused_after()
+                    .filter(|_| !stopped.load(Ordering::Relaxed) && !cancel.is_cancelled())
             }
-            if page.ends_list || stopped.load(Ordering::Relaxed) || cancel.is_cancelled() {
-                return Ok(());
-            }
-            last = files.last().map(|file| file.relative().to_string());
-            wanted = wanted.saturating_mul(PAGE_GROWTH);
-        }
+        };
+        let Some(last) = walk_after else {
+            return Ok(());
+        };
+        let accept = |document: &Document| {
+            last.as_deref()
+                .is_none_or(|last| walk::path_order(document.name(), last).is_gt())
+                && accept(document.name())
+        };
+        ordered::in_order_parallel(
+            |visit| {
+                walk::walk_files_to_open(self.gate, start, options, |entry| {
+                    visit(Document::walked(entry))
+                })
+            },
+            accept,
+            fresh,
+            work,
+            consume,
+            cancel,
+        )
     }
 
     /// Reads `document` again and hands its content to `with`; `None` when
@@ -319,6 +322,78 @@ impl<'a> Corpus<'a> {
             known.remember(stamp, &outcome);
         }
         outcome
+    }
+}
+
+/// The tree model's candidates for one scan, a page at a time: the threads
+/// working the list ask for the next page as they reach the end of the
+/// last, so no page waits for its slowest file before the next starts, and
+/// none is asked for once the consumer has enough.
+struct Pages<'a> {
+    model: &'a TreeModel,
+    start: &'a ResolvedPath,
+    query: &'a Hir,
+    listed: Mutex<Listed>,
+}
+
+struct Listed {
+    files: Vec<Candidate>,
+    ends_list: bool,
+    /// The model could not give the next page.
+    refused: bool,
+    wanted: usize,
+}
+
+impl<'a> Pages<'a> {
+    fn after(
+        model: &'a TreeModel,
+        start: &'a ResolvedPath,
+        query: &'a Hir,
+        first: Candidates,
+    ) -> Self {
+        Self {
+            model,
+            start,
+            query,
+            listed: Mutex::new(Listed {
+                ends_list: first.ends_list || first.files.is_empty(),
+                files: first.files,
+                refused: false,
+                wanted: FIRST_PAGE.saturating_mul(PAGE_GROWTH),
+            }),
+        }
+    }
+
+    /// The candidate at `index` in path order, pages asked for as needed;
+    /// `None` past the last.
+    fn document(&self, index: usize, root: &Path) -> Option<Document> {
+        let mut listed = self.listed.lock().ok()?;
+        while index >= listed.files.len() {
+            if listed.ends_list || listed.refused {
+                return None;
+            }
+            let last = listed.files.last().map(|file| file.relative().to_string());
+            match self
+                .model
+                .candidates(self.start, self.query, last.as_deref(), listed.wanted)
+            {
+                Some(page) => {
+                    listed.ends_list = page.ends_list || page.files.is_empty();
+                    listed.files.extend(page.files);
+                    listed.wanted = listed.wanted.saturating_mul(PAGE_GROWTH);
+                }
+                None => listed.refused = true,
+            }
+        }
+        Some(Document::candidate(&listed.files[index], root))
+    }
+
+    /// The last candidate listed, when the model refused a page after it.
+    fn refused_after(self) -> Option<Option<String>> {
+        let listed = self.listed.into_inner().ok()?;
+        listed
+            .refused
+            .then(|| listed.files.last().map(|file| file.relative().to_string()))
     }
 }
 

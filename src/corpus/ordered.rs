@@ -95,8 +95,8 @@ pub(super) fn in_order_here<T>(
     }
 }
 
-/// Works through the `count` documents `document` gives (by index, in
-/// path order) that `accept` keeps, on this thread and a helper per other
+/// Works through the documents `document` gives (by index, in path order,
+/// `None` past the last) that `accept` keeps, on this thread and a helper per other
 /// core, each with its own `state`, each claiming the next document as it
 /// is free; hands the outcomes to `consume` in path order and stops once it
 /// breaks or the call is cancelled. Nothing passes between the threads but
@@ -105,8 +105,7 @@ pub(super) fn in_order_here<T>(
 /// needs no thread to feed it, and helpers woken batch by batch cost more
 /// CPU for no less time (docs/performance.md, "Per call").
 pub(super) fn in_order_shared<T: Default + Send, S>(
-    count: usize,
-    document: impl Fn(usize) -> Document + Sync,
+    document: impl Fn(usize) -> Option<Document> + Sync,
     accept: impl Fn(&Document) -> bool + Sync,
     state: impl Fn() -> S + Sync,
     work: impl Fn(&mut S, &Document) -> T + Sync,
@@ -125,7 +124,7 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
         let mut state = state();
         loop {
             let index = next_claim.fetch_add(1, Ordering::Relaxed);
-            if index >= count || halted() {
+            if halted() {
                 return;
             }
             if index > handed.load(Ordering::Relaxed) + SHARED_LOOKAHEAD {
@@ -138,7 +137,9 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
                     return;
                 }
             }
-            let document = document(index);
+            let Some(document) = document(index) else {
+                return;
+            };
             let outcome = if accept(&document) && !halted() {
                 work(&mut state, &document)
             } else {
@@ -398,8 +399,7 @@ mod tests {
                 in_order_parallel(feed_of(files), accept, || (), work, consume, cancel).unwrap()
             }
             Executor::Shared => in_order_shared(
-                files.len(),
-                |index| files[index].clone(),
+                |index| files.get(index).cloned(),
                 accept,
                 || (),
                 work,
