@@ -403,6 +403,32 @@ mod tests {
     }
 
     #[test]
+    fn only_files_holding_an_identifier_as_a_whole_word_are_parsed() {
+        let (_dir, gate) = temp_project(&[("a.c", ""), ("b.cpp", "")]);
+        let budget = ParseBudget::for_call(&Cancel::never());
+        let parsed = |name: &str, file: &str, source: &str| {
+            let parser = Parser {
+                name,
+                kind: None,
+                finder: memchr::memmem::Finder::new(name.as_bytes()),
+                budget: &budget,
+            };
+            parser
+                .evaluate(&mut (), &Document::named(&gate, file), source.as_bytes())
+                .parsed
+        };
+        assert!(!parsed(
+            "init",
+            "a.c",
+            "int initialize(void) { return reinit_x; }\n"
+        ));
+        assert!(parsed("init", "a.c", "void init(void) {}\n"));
+        assert!(parsed("init", "a.c", "int x = 1;\nstatic int init;\n"));
+        // A name that is no identifier is looked for anywhere.
+        assert!(parsed("~Shape", "b.cpp", "Shape::~Shape() {}\n"));
+    }
+
+    #[test]
     fn exact_names_sorted_by_path_then_line_with_parents() {
         let files = files();
         let (_dir, gate) = temp_project(&files);
