@@ -237,7 +237,7 @@ impl<'a> Corpus<'a> {
                 None
             }
             Some(first) => {
-                let pages = Pages::after(self.model, start, query, first);
+                let pages = Pages::following(self.model, start, query, first);
                 ordered::in_order_shared(
                     |index| pages.document(index, root),
                     accept_name,
@@ -345,7 +345,8 @@ struct Listed {
 }
 
 impl<'a> Pages<'a> {
-    fn after(
+    /// The pages that follow `first`.
+    fn following(
         model: &'a TreeModel,
         start: &'a ResolvedPath,
         query: &'a Hir,
