@@ -1,9 +1,10 @@
 //! The ordered parallel executors: documents go to worker threads in path
 //! order, their outcomes come back in any order and are handed on in path
 //! order, and the work stops as soon as the consumer has enough. A walk
-//! feeds its documents as it finds them ([`in_order_parallel`]); a list at
-//! hand (the index's candidates) is claimed document by document by the
-//! threads working it ([`in_order_shared`]).
+//! feeds its documents as it finds them ([`in_order_parallel`]); a list
+//! (the index's candidates, which the thread reaching its end extends by
+//! a page) is claimed document by document by the threads working it
+//! ([`in_order_shared`]).
 //!
 //! Memory follows the consumer, never the tree: no thread runs more than a
 //! bounded number of documents ahead of the outcomes handed on, so a slow
