@@ -344,6 +344,15 @@ struct Listed {
     wanted: usize,
 }
 
+impl Listed {
+    /// Takes `page` in; the next page asked for is larger.
+    fn add(&mut self, page: Candidates) {
+        self.ends_list = page.ends_list || page.files.is_empty();
+        self.files.extend(page.files);
+        self.wanted = self.wanted.saturating_mul(PAGE_GROWTH);
+    }
+}
+
 impl<'a> Pages<'a> {
     /// The pages that follow `first`.
     fn following(
@@ -352,16 +361,18 @@ impl<'a> Pages<'a> {
         query: &'a Hir,
         first: Candidates,
     ) -> Self {
+        let mut listed = Listed {
+            files: Vec::new(),
+            ends_list: false,
+            refused: false,
+            wanted: FIRST_PAGE,
+        };
+        listed.add(first);
         Self {
             model,
             start,
             query,
-            listed: Mutex::new(Listed {
-                ends_list: first.ends_list || first.files.is_empty(),
-                files: first.files,
-                refused: false,
-                wanted: FIRST_PAGE.saturating_mul(PAGE_GROWTH),
-            }),
+            listed: Mutex::new(listed),
         }
     }
 
@@ -378,11 +389,7 @@ impl<'a> Pages<'a> {
                 .model
                 .candidates(self.start, self.query, last.as_deref(), listed.wanted)
             {
-                Some(page) => {
-                    listed.ends_list = page.ends_list || page.files.is_empty();
-                    listed.files.extend(page.files);
-                    listed.wanted = listed.wanted.saturating_mul(PAGE_GROWTH);
-                }
+                Some(page) => listed.add(page),
                 None => listed.refused = true,
             }
         }
