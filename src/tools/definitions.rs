@@ -152,12 +152,7 @@ fn look_up(
         include_ignored: false,
         cancel: cancel.clone(),
     };
-    let reader = Parser {
-        name,
-        kind: input.kind,
-        finder: memchr::memmem::Finder::new(name.as_bytes()),
-        budget,
-    };
+    let reader = Parser::new(name, input.kind, budget);
     let mut found = Found::default();
     corpus
         .scan(
@@ -256,12 +251,24 @@ struct Parser<'a> {
     name: &'a str,
     kind: Option<SymbolKind>,
     finder: memchr::memmem::Finder<'a>,
+    /// The name is an identifier: looked for as a whole word.
+    whole_word: bool,
     budget: &'a ParseBudget,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(name: &'a str, kind: Option<SymbolKind>, budget: &'a ParseBudget) -> Self {
+        Self {
+            name,
+            kind,
+            finder: memchr::memmem::Finder::new(name.as_bytes()),
+            whole_word: uses::is_identifier(name),
+            budget,
+        }
+    }
+
     fn may_define(&self, source: &[u8]) -> bool {
-        if uses::is_identifier(self.name) {
+        if self.whole_word {
             uses::holds_word(source, &self.finder)
         } else {
             self.finder.find(source).is_some()
@@ -407,13 +414,7 @@ mod tests {
         let (_dir, gate) = temp_project(&[("a.c", ""), ("b.cpp", "")]);
         let budget = ParseBudget::for_call(&Cancel::never());
         let parsed = |name: &str, file: &str, source: &str| {
-            let parser = Parser {
-                name,
-                kind: None,
-                finder: memchr::memmem::Finder::new(name.as_bytes()),
-                budget: &budget,
-            };
-            parser
+            Parser::new(name, None, &budget)
                 .evaluate(&mut (), &Document::named(&gate, file), source.as_bytes())
                 .parsed
         };
