@@ -619,6 +619,78 @@ mod tests {
         assert!(!first.ends_list);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_page_the_model_cannot_give_is_walked_from_the_last_file_listed() {
+        use std::os::unix::ffi::OsStrExt;
+        /// Names the documents holding `needle`, as [`Holding`] does; the
+        /// first document read writes `odd` into the tree, and no other
+        /// document is read before that.
+        struct ChangingTree {
+            odd: std::path::PathBuf,
+            written: AtomicBool,
+        }
+
+        impl Reader for ChangingTree {
+            type Scratch = ();
+            type Outcome = Name;
+            fn scratch(&self) {}
+            fn evaluate(&self, _: &mut (), document: &Document, content: &[u8]) -> Name {
+                if document.name() == "f001.txt" {
+                    fs::write(&self.odd, "needle odd\n").unwrap();
+                    self.written.store(true, Ordering::Release);
+                }
+                // The threads working the list claim files in order: none asks
+                // for the next page before the change.
+                while !self.written.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Holding.evaluate(&mut (), document, content)
+            }
+        }
+
+        // 225 of 300 files hold `needle`: the first page lists 128.
+        let (_dir, gate, model) = settled_model(300, |i| {
+            let word = if i % 4 == 0 { "other" } else { "needle" };
+            format!("{word} {i}\n")
+        });
+        let start = gate.resolve(".").unwrap();
+        // A name that is not UTF-8 appears while the first page is read:
+        // the model no longer lists this folder, so the next page is
+        // refused and the files after the last one listed are walked.
+        let reader = ChangingTree {
+            odd: gate
+                .root()
+                .join(std::ffi::OsStr::from_bytes(b"f250\xff.txt")),
+            written: Default::default(),
+        };
+        let needle = crate::matcher::parse("needle", true, false).unwrap();
+        let mut names = Vec::new();
+        Corpus::new(&gate, &model)
+            .scan(
+                &start,
+                &needle,
+                &WalkOptions::default(),
+                |_| true,
+                &reader,
+                |name| {
+                    names.extend(name.0);
+                    ControlFlow::Continue(())
+                },
+            )
+            .unwrap();
+        let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
+        assert_eq!(walked.len(), 226);
+        assert!(walked.contains(&"f250\u{FFFD}.txt".to_string()));
+        assert_eq!(names, walked);
+        assert!(
+            model
+                .candidates(&start, &needle, None, FIRST_PAGE)
+                .is_none(),
+            "the model lists a folder holding a name that is not UTF-8"
+        );
+    }
+
     #[test]
     fn a_scan_that_reads_a_file_whose_stamp_moved_but_not_its_text_gives_the_model_its_id_back() {
         let (_dir, gate, model) = settled_model(40, |i| format!("text of file {i}\n"));
