@@ -3,7 +3,10 @@
 //! search timed beside ripgrep in the same run and its answer checked
 //! against a scanning server (`[index] enabled = false`) on the same tree.
 //!
-//! Three sessions, each printed per phase with the time since the change:
+//! Three sessions, each printed per phase with the time since the change,
+//! each asking the same identifiers in the same order (phases compare like
+//! with like; searches before the checkout take theirs from the list's
+//! end, so no session repeats one):
 //! - live: a server indexed on `FROM`, then `git checkout TO` while it
 //!   runs; searches from the moment the checkout returns, for
 //!   `BENCH_LIVE_SECS`;
@@ -82,7 +85,9 @@ fn main() {
         settings.threads,
         load_average()
     );
-    let mut queries = pick_queries(&settings.tree).into_iter();
+    let queries = pick_queries(&settings.tree);
+    let (asked, asked_before) = queries.split_at(queries.len() - BEFORE_QUERIES);
+    let session_queries = || asked.iter().cloned();
     let config = support::scan_config();
     let config_arg = config.path().to_string_lossy().into_owned();
     let mut scan = Session::start_with(&settings.tree, &["--config", &config_arg]);
@@ -94,13 +99,14 @@ fn main() {
     let mut ours = Session::start_logged(&settings.tree, &[]);
     ours.initialize();
     wait_for_ready(&ours);
+    let mut before_queries = asked_before.iter().cloned();
     let before: Vec<Sample> = (0..BEFORE_QUERIES)
         .map(|_| {
             sample(
                 &settings,
                 &mut ours,
                 &mut scan,
-                &mut queries,
+                &mut before_queries,
                 Instant::now(),
             )
         })
@@ -118,7 +124,13 @@ fn main() {
         settings.to,
         (ended - checkout).as_secs_f64()
     );
-    let live = ask_for(&settings, &mut ours, &mut scan, &mut queries, ended);
+    let live = ask_for(
+        &settings,
+        &mut ours,
+        &mut scan,
+        &mut session_queries(),
+        ended,
+    );
     met.extend(report(&live, &ours));
     drop(ours);
 
@@ -133,7 +145,13 @@ fn main() {
     let mut ours = Session::start_logged(&settings.tree, &[]);
     let spawned = ours.spawned;
     ours.initialize();
-    let next = ask_for(&settings, &mut ours, &mut scan, &mut queries, spawned);
+    let next = ask_for(
+        &settings,
+        &mut ours,
+        &mut scan,
+        &mut session_queries(),
+        spawned,
+    );
     met.extend(report(&next, &ours));
     drop(ours);
 
@@ -147,7 +165,13 @@ fn main() {
     let mut ours = Session::start_logged(&settings.tree, &[]);
     let spawned = ours.spawned;
     ours.initialize();
-    let moved = ask_for(&settings, &mut ours, &mut scan, &mut queries, spawned);
+    let moved = ask_for(
+        &settings,
+        &mut ours,
+        &mut scan,
+        &mut session_queries(),
+        spawned,
+    );
     met.extend(report(&moved, &ours));
     drop(ours);
     drop(scan);
