@@ -86,7 +86,8 @@ pub fn sorted_trigrams(scratch: &mut TrigramScratch, content: &[u8]) -> Vec<u32>
 /// Files at least this large get a [`GramFilter`]; smaller ones cost little
 /// to read even when the trigrams admit them, while files of a few dozen
 /// KiB already hold every trigram of many identifiers (the bench measures
-/// the bytes a search reads).
+/// the bytes a search reads). On u-boot a bound of 4 KiB opened 9 % fewer
+/// files for rare identifiers, for an 11 % longer build and 9 % more cache.
 pub const FILTER_MIN_BYTES: usize = 16 * 1024;
 
 /// Filter bits per byte of the file: one bit per three bytes, rounded up
