@@ -490,6 +490,16 @@ mod tests {
     }
 
     fn read_names(corpus: &Corpus<'_>, start: &ResolvedPath, query: &Hir) -> Vec<String> {
+        names_from(corpus, start, query, &Names)
+    }
+
+    /// The names `reader` gives for the documents of a whole scan.
+    fn names_from(
+        corpus: &Corpus<'_>,
+        start: &ResolvedPath,
+        query: &Hir,
+        reader: &impl Reader<Outcome = Name>,
+    ) -> Vec<String> {
         let mut names = Vec::new();
         corpus
             .scan(
@@ -497,7 +507,7 @@ mod tests {
                 query,
                 &WalkOptions::default(),
                 |_| true,
-                &Names,
+                reader,
                 |name| {
                     names.extend(name.0);
                     ControlFlow::Continue(())
@@ -665,20 +675,7 @@ mod tests {
             written: Default::default(),
         };
         let needle = crate::matcher::parse("needle", true, false).unwrap();
-        let mut names = Vec::new();
-        Corpus::new(&gate, &model)
-            .scan(
-                &start,
-                &needle,
-                &WalkOptions::default(),
-                |_| true,
-                &reader,
-                |name| {
-                    names.extend(name.0);
-                    ControlFlow::Continue(())
-                },
-            )
-            .unwrap();
+        let names = names_from(&Corpus::new(&gate, &model), &start, &needle, &reader);
         let walked = holding_needle(&Corpus::walked(&gate), &start, usize::MAX);
         assert_eq!(walked.len(), 226);
         assert!(walked.contains(&"f250\u{FFFD}.txt".to_string()));
