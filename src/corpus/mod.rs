@@ -652,7 +652,9 @@ mod tests {
                 }
                 // The threads working the list claim files in order: none asks
                 // for the next page before the change.
+                let deadline = Instant::now() + Duration::from_secs(30);
                 while !self.written.load(Ordering::Acquire) {
+                    assert!(Instant::now() < deadline, "f001.txt was never read");
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 Holding.evaluate(&mut (), document, content)
