@@ -6,7 +6,7 @@
 //! Three sessions, each printed per phase with the time since the change,
 //! each asking the same identifiers in the same order (phases compare like
 //! with like; searches before the checkout take theirs from the list's
-//! end, so no session repeats one):
+//! end, so the live session asks none twice):
 //! - live: a server indexed on `FROM`, then `git checkout TO` while it
 //!   runs; searches from the moment the checkout returns, for
 //!   `BENCH_LIVE_SECS`;
@@ -86,7 +86,7 @@ fn main() {
         load_average()
     );
     let queries = pick_queries(&settings.tree);
-    let (asked, asked_before) = queries.split_at(queries.len() - BEFORE_QUERIES);
+    let (asked, asked_before) = queries.split_at(queries.len().saturating_sub(BEFORE_QUERIES));
     let session_queries = || asked.iter().cloned();
     let config = support::scan_config();
     let config_arg = config.path().to_string_lossy().into_owned();
