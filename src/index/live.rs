@@ -99,6 +99,10 @@ pub(super) enum Looker {
     /// A listing (find, list): the walker answers it for less than a
     /// sweep costs, so it walks instead.
     CheapCall,
+    /// A call's next page of candidates: the call caught up for its first
+    /// page, so lost changes (or no change feed) mean no sweep now; they
+    /// are the next call's, as they would be had the call listed all at once.
+    LaterPage,
     /// The background, when changes are queued or stamps may have
     /// settled: it sweeps when changes were lost (before any call has
     /// to); without a live change feed it only looks at the stamps it
@@ -121,9 +125,18 @@ impl Live {
                 changes => changes,
             }
         };
-        if looker == Looker::CheapCall && changes == Changes::Unknown {
-            self.sweep_owed = true;
-            return None;
+        if changes == Changes::Unknown {
+            match looker {
+                Looker::CheapCall => {
+                    self.sweep_owed = true;
+                    return None;
+                }
+                Looker::LaterPage => {
+                    self.sweep_owed = true;
+                    return Some(0);
+                }
+                Looker::Call | Looker::Background => {}
+            }
         }
         self.sweep_owed = false;
         let changed = self.tree.refresh(changes, gate);

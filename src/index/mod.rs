@@ -472,7 +472,9 @@ impl TreeModel {
     /// (as [`crate::matcher::parse`] gave it), in path order, as the walker
     /// would list them, a page at a time: the first `wanted` that sort
     /// after `last` (the last of the page before); `None` when the model
-    /// cannot answer and the caller must walk.
+    /// cannot answer and the caller must walk. A page after the first
+    /// applies the changes the feed reports but sweeps for none: the call
+    /// swept for its first page.
     pub fn candidates(
         &self,
         start: &ResolvedPath,
@@ -480,7 +482,12 @@ impl TreeModel {
         last: Option<&str>,
         wanted: usize,
     ) -> Option<Candidates> {
-        self.with_fresh_tree(start, false, |live, _| {
+        let looker = if last.is_some() {
+            Looker::LaterPage
+        } else {
+            Looker::Call
+        };
+        self.with_fresh_tree(start, looker, |live, _| {
             let query = plan::plan(query);
             let depth_of_start = depth(&start.relative);
             // Without a dead id no layer holds a version of a file waiting
@@ -528,7 +535,7 @@ impl TreeModel {
         max_depth: Option<usize>,
         pick: &Pick<'_>,
     ) -> Option<Vec<Entry>> {
-        self.with_fresh_tree(start, true, |live, base| {
+        self.with_fresh_tree(start, Looker::CheapCall, |live, base| {
             let depth_of_start = depth(&start.relative);
             let picked = |nodes: &mut dyn Iterator<Item = (&PathKey, &tree::Node)>| {
                 nodes
@@ -544,13 +551,12 @@ impl TreeModel {
         })
     }
 
-    /// Applies pending changes, then runs `answer` on the model when it
-    /// holds the folder `start`. With `cheap_only`, a call that would need a
-    /// stat sweep leaves it to a later call and answers `None`.
+    /// Applies pending changes as `looker` may (see [`Looker`]), then runs
+    /// `answer` on the model when it holds the folder `start`.
     fn with_fresh_tree<T>(
         &self,
         start: &ResolvedPath,
-        cheap_only: bool,
+        looker: Looker,
         answer: impl FnOnce(&Live, &Path) -> T,
     ) -> Option<T> {
         // An unreadable starting folder is the walker's error to give.
@@ -570,11 +576,6 @@ impl TreeModel {
             return None;
         };
         let root = self.shared.gate.root();
-        let looker = if cheap_only {
-            Looker::CheapCall
-        } else {
-            Looker::Call
-        };
         // Lost changes or a tree that changed faster than it could be
         // followed: walk this time, and sweep at the next look.
         let changed = live.catch_up(&self.shared.gate, looker)?;
@@ -913,6 +914,48 @@ mod tests {
             }
             assert!(paged.iter().all(|name| walked.contains(name)), "{query:?}");
         }
+    }
+
+    #[test]
+    fn a_later_page_follows_no_change_that_only_a_sweep_would_find() {
+        // Without a change feed, a call's first page sweeps: its later pages
+        // answer from what that sweep found, as one list would have.
+        let files: Vec<(String, String)> = (0..100)
+            .map(|i| (format!("f{i:03}.txt"), format!("needle {i}\n")))
+            .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        let (_dir, root) = crate::security::temp_root(&files);
+        let gate = PathGate::new(root.clone(), &[]).unwrap();
+        let config = IndexConfig {
+            change_notifications: false,
+            ..IndexConfig::default()
+        };
+        let model = ready_model_within(&gate, &config);
+        let start = gate.resolve(".").unwrap();
+        let needle = ContentQuery::literal("needle").hir();
+        let first = model.candidates(&start, &needle, None, 10).unwrap();
+        assert_eq!(first.files.len(), 10);
+        assert!(!first.ends_list);
+        fs::write(root.join("f050a.txt"), "needle new\n").unwrap();
+        let last = first.files.last().map(|file| file.relative().to_string());
+        let later = model
+            .candidates(&start, &needle, last.as_deref(), usize::MAX)
+            .unwrap();
+        let names = |found: &Candidates| -> Vec<String> {
+            found
+                .files
+                .iter()
+                .map(|file| file.relative().to_string())
+                .collect()
+        };
+        assert_eq!(later.files.len(), 90);
+        assert!(!names(&later).contains(&"f050a.txt".to_string()));
+        // The next call sweeps, and finds it.
+        let next = model.candidates(&start, &needle, None, usize::MAX).unwrap();
+        assert!(names(&next).contains(&"f050a.txt".to_string()));
     }
 
     #[test]
