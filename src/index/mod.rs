@@ -823,10 +823,6 @@ mod tests {
                 (format!("d{}/f{i}.txt", i % 5), format!("{word} {i}\n"))
             })
             .collect();
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(n, t)| (n.as_str(), t.as_str()))
-            .collect();
         let (_dir, root) = crate::security::temp_root(&files);
         if cfg!(unix) {
             // Other names of one file, before and among the rest: every
@@ -922,10 +918,6 @@ mod tests {
         // answer from what that sweep found, as one list would have.
         let files: Vec<(String, String)> = (0..100)
             .map(|i| (format!("f{i:03}.txt"), format!("needle {i}\n")))
-            .collect();
-        let files: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(n, t)| (n.as_str(), t.as_str()))
             .collect();
         let (_dir, root) = crate::security::temp_root(&files);
         let gate = PathGate::new(root.clone(), &[]).unwrap();

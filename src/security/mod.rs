@@ -424,8 +424,8 @@ fn is_device_name(component: &str) -> bool {
 /// Test fixture for every module: a temporary, canonical project root
 /// holding `files` (path, content).
 #[cfg(test)]
-pub(crate) fn temp_root<T: AsRef<[u8]>>(
-    files: &[(&str, T)],
+pub(crate) fn temp_root<N: AsRef<std::path::Path>, T: AsRef<[u8]>>(
+    files: &[(N, T)],
 ) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dunce::canonicalize(dir.path()).expect("canonical temp dir");
