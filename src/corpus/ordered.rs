@@ -99,12 +99,13 @@ pub(super) fn in_order_here<T>(
 /// Works through the documents `document` gives (by index, in path order,
 /// `None` past the last) that `accept` keeps, on this thread and a helper
 /// per other core, each with its own `state`, each claiming the next
-/// document as it is free; hands the outcomes to `consume` in path order and stops once it
-/// breaks or the call is cancelled. Nothing passes between the threads but
-/// the claim of an index and the outcomes, so no thread sleeps unless it is
-/// [`SHARED_LOOKAHEAD`] documents ahead of the outcomes handed on: a list
-/// needs no thread to feed it, and helpers woken batch by batch cost more
-/// CPU for no less time (docs/performance.md, "Per call").
+/// document as it is free; hands the outcomes to `consume` in path order
+/// and stops once it breaks or the call is cancelled. Nothing passes
+/// between the threads but the claim of an index and the outcomes, so no
+/// thread sleeps unless it is [`SHARED_LOOKAHEAD`] documents ahead of the
+/// outcomes handed on: a list needs no thread to feed it, and helpers woken
+/// batch by batch cost more CPU for no less time (docs/performance.md, "Per
+/// call").
 pub(super) fn in_order_shared<T: Default + Send, S>(
     document: impl Fn(usize) -> Option<Document> + Sync,
     accept: impl Fn(&Document) -> bool + Sync,
