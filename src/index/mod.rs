@@ -87,6 +87,17 @@ pub struct Candidates {
     pub ends_list: bool,
 }
 
+#[cfg(test)]
+impl Candidates {
+    /// The candidates' root-relative paths, in order.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .map(|file| file.relative().to_string())
+            .collect()
+    }
+}
+
 /// A file that may hold a query, as [`TreeModel::candidates`] lists it:
 /// held compactly, as a call whose candidates are every file holds one for
 /// each, and made an [`Entry`] only as the scan reaches it.
@@ -804,7 +815,7 @@ mod tests {
             let answer = model
                 .candidates(start, &query.hir(), last.as_deref(), page)
                 .unwrap();
-            names.extend(answer.files.iter().map(|c| c.relative().to_string()));
+            names.extend(answer.names());
             if answer.ends_list {
                 return (names, pages);
             }
@@ -865,11 +876,7 @@ mod tests {
                     .candidates(&start, &query.hir(), None, usize::MAX)
                     .unwrap();
                 assert!(whole.ends_list);
-                let whole: Vec<String> = whole
-                    .files
-                    .iter()
-                    .map(|c| c.relative().to_string())
-                    .collect();
+                let whole = whole.names();
                 for page in [3, 40] {
                     let (paged, pages) = paged_candidates(&model, &start, query, page);
                     assert_eq!(paged, whole, "{folder} {query:?} by {page}");
@@ -936,18 +943,11 @@ mod tests {
         let later = model
             .candidates(&start, &needle, last.as_deref(), usize::MAX)
             .unwrap();
-        let names = |found: &Candidates| -> Vec<String> {
-            found
-                .files
-                .iter()
-                .map(|file| file.relative().to_string())
-                .collect()
-        };
         assert_eq!(later.files.len(), 90);
-        assert!(!names(&later).contains(&"f050a.txt".to_string()));
+        assert!(!later.names().contains(&"f050a.txt".to_string()));
         // The next call sweeps, and finds it.
         let next = model.candidates(&start, &needle, None, usize::MAX).unwrap();
-        assert!(names(&next).contains(&"f050a.txt".to_string()));
+        assert!(next.names().contains(&"f050a.txt".to_string()));
     }
 
     #[test]
@@ -1043,12 +1043,7 @@ mod tests {
         let start = gate.resolve(".").unwrap();
         let answer = second.candidates(&start, &query.hir(), None, usize::MAX);
         assert!(answer.is_some(), "the call walked instead of waiting");
-        let found: Vec<String> = answer
-            .unwrap()
-            .files
-            .into_iter()
-            .map(|e| e.relative().to_string())
-            .collect();
+        let found = answer.unwrap().names();
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
@@ -1133,12 +1128,7 @@ mod tests {
         );
         wait_until_settled(&second);
         let answer = second.candidates(&start, &query.hir(), None, usize::MAX);
-        let found: Vec<String> = answer
-            .unwrap()
-            .files
-            .into_iter()
-            .map(|e| e.relative().to_string())
-            .collect();
+        let found = answer.unwrap().names();
         for path in true_matches(&gate, &query) {
             assert!(found.contains(&path), "misses {path}");
         }
@@ -1514,10 +1504,7 @@ mod tests {
                 usize::MAX,
             )
             .unwrap()
-            .files
-            .into_iter()
-            .map(|e| e.relative().to_string())
-            .collect();
+            .names();
         assert_eq!(from_sub, vec!["sub/keep.log".to_string()]);
         // Changes in `sub` are followed as the root walk sees them.
         fs::write(root.join("sub/new.txt"), "needle").unwrap();

@@ -169,10 +169,7 @@ pub(super) fn candidate_names(
     model
         .candidates(&start, &query.hir(), None, usize::MAX)
         .unwrap()
-        .files
-        .into_iter()
-        .map(|e| e.relative().to_string())
-        .collect()
+        .names()
 }
 
 /// Polls `condition` (a call on the model, which applies changes and
