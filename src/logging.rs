@@ -5,15 +5,24 @@
 //! the full size noted) and has its control characters escaped, here and
 //! nowhere else: a 16 MB input makes a short log line, and a newline in a
 //! client's input cannot forge a second line.
+//!
+//! A call's own line goes to stderr after its answer ([`after_answer`]): a
+//! host reads stderr as it comes, and a line written first woke its reader
+//! before the answer was out, 0.1-0.2 ms more a call (docs/performance.md,
+//! "Per call").
 
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tracing::field::Field;
 use tracing_subscriber::field::MakeExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::format::{self, Writer};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -32,7 +41,7 @@ pub fn init(config: &Config) -> Result<(), String> {
         .with_default(level.min(LevelFilter::WARN))
         .with_target(env!("CARGO_CRATE_NAME"), level);
     let stderr = layers::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(Destination::Stderr)
         .with_ansi(false)
         .with_target(false)
         .fmt_fields(bounded_fields())
@@ -40,7 +49,7 @@ pub fn init(config: &Config) -> Result<(), String> {
     let file = match &config.log_file {
         Some(path) => Some(
             layers::layer()
-                .with_writer(Arc::new(open_log_file(path)?))
+                .with_writer(Destination::File(Arc::new(open_log_file(path)?)))
                 .with_ansi(false)
                 .with_target(false)
                 .fmt_fields(bounded_fields())
@@ -53,6 +62,118 @@ pub fn init(config: &Config) -> Result<(), String> {
         .with(file)
         .try_init()
         .map_err(|error| format!("cannot start logging: {error}"))
+}
+
+/// Lines held back at most; past that they are written at once, so that
+/// answers the client never receives (a cancelled request's) cannot pile
+/// them up.
+const MAX_HELD_LINES: usize = 64;
+
+thread_local! {
+    /// Set while this thread logs a line that waits for an answer.
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Lines waiting for the next answer, in the order they were logged.
+static HELD: Mutex<Vec<(Destination, Vec<u8>)>> = Mutex::new(Vec::new());
+/// Whether [`HELD`] may hold a line: spares every other line the lock.
+static ANY_HELD: AtomicBool = AtomicBool::new(false);
+
+/// Logs what `log` logs to stderr once the next message is on stdout (see
+/// [`release_held`]) instead of before: a call logs its outcome this way
+/// just before its answer is written. The log file gets the line at once:
+/// writing a file wakes nobody, and whoever reads it after an answer finds
+/// that answer's line there.
+pub fn after_answer(log: impl FnOnce()) {
+    HOLDING.set(true);
+    log();
+    HOLDING.set(false);
+}
+
+/// Writes the lines held back, in order. Called after each line written to
+/// stdout, before any stderr line not held back, and before the process
+/// exits.
+pub fn release_held() {
+    if !ANY_HELD.load(Ordering::Acquire) {
+        return;
+    }
+    let Ok(mut held) = HELD.lock() else {
+        return;
+    };
+    for (destination, line) in held.drain(..) {
+        destination.write(&line);
+    }
+    ANY_HELD.store(false, Ordering::Release);
+}
+
+/// Where log lines go: stderr, and the log file when there is one.
+#[derive(Clone)]
+enum Destination {
+    Stderr,
+    File(Arc<File>),
+    /// Stands for stderr in tests: a stream someone reads as it comes.
+    #[cfg(test)]
+    Captured(Arc<Mutex<Vec<u8>>>),
+}
+
+impl Destination {
+    /// One line, one write call: tracing hands over a whole formatted line.
+    fn write(&self, line: &[u8]) {
+        // A log line that cannot be written has nowhere to be reported.
+        let _ = match self {
+            Destination::Stderr => io::stderr().lock().write_all(line),
+            Destination::File(file) => (&**file).write_all(line),
+            #[cfg(test)]
+            Destination::Captured(text) => {
+                text.lock()
+                    .map(|mut text| text.extend_from_slice(line))
+                    .ok();
+                Ok(())
+            }
+        };
+    }
+
+    /// Writes `line` now, or holds it while this thread is in
+    /// [`after_answer`] if a reader is woken by it; a stderr line written
+    /// now goes after those held.
+    fn write_or_hold(&self, line: &[u8]) {
+        if matches!(self, Destination::File(_)) {
+            self.write(line);
+            return;
+        }
+        if HOLDING.get()
+            && let Ok(mut held) = HELD.lock()
+            && held.len() < MAX_HELD_LINES
+        {
+            held.push((self.clone(), line.to_vec()));
+            ANY_HELD.store(true, Ordering::Release);
+            return;
+        }
+        release_held();
+        self.write(line);
+    }
+}
+
+/// The writer tracing formats one line into, per line.
+struct LineWriter<'a>(&'a Destination);
+
+impl io::Write for LineWriter<'_> {
+    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+        self.0.write_or_hold(line);
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Destination {
+    type Writer = LineWriter<'a>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LineWriter(self)
+    }
 }
 
 /// Opens the log file for appending: a regular file only (a FIFO would
@@ -198,6 +319,53 @@ mod tests {
         let out = bounded("a\nINFO forged\r\u{1b}[31m", 400);
         assert!(!out.contains('\n') && !out.contains('\r') && !out.contains('\u{1b}'));
         assert!(out.contains("\\n"));
+    }
+
+    /// One test: the held lines are the process's, shared by every thread.
+    #[test]
+    fn a_calls_stderr_line_waits_for_the_answer_and_keeps_its_order() {
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Destination::Captured(captured.clone());
+        let stderr_text = || String::from_utf8(captured.lock().expect("captured").clone());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("server.log");
+        let file = Destination::File(Arc::new(File::create(&path).expect("log file")));
+        let file_text = || std::fs::read_to_string(&path).expect("read log");
+        // As tracing writes one event: the stderr layer, then the file's.
+        let log = |line: &str| {
+            stderr.write_or_hold(line.as_bytes());
+            file.write_or_hold(line.as_bytes());
+        };
+
+        after_answer(|| log("call 1\n"));
+        assert_eq!(stderr_text().unwrap(), "", "held until the answer is out");
+        assert_eq!(
+            file_text(),
+            "call 1\n",
+            "a file wakes nobody: written at once"
+        );
+        release_held();
+        assert_eq!(stderr_text().unwrap(), "call 1\n");
+        release_held();
+        assert_eq!(stderr_text().unwrap(), "call 1\n", "written once");
+
+        // A line not held goes after those held before it.
+        after_answer(|| log("call 2\n"));
+        log("index ready\n");
+        assert_eq!(stderr_text().unwrap(), "call 1\ncall 2\nindex ready\n");
+        assert_eq!(file_text(), stderr_text().unwrap());
+
+        // Answers that never come (cancelled requests) hold only so many.
+        for call in 0..=MAX_HELD_LINES {
+            after_answer(|| log(&format!("held {call}\n")));
+        }
+        let written = stderr_text().unwrap();
+        assert_eq!(written.lines().count(), 3 + MAX_HELD_LINES + 1, "{written}");
+        assert!(
+            written.ends_with(&format!("held {MAX_HELD_LINES}\n")),
+            "{written}"
+        );
+        assert_eq!(file_text(), written);
     }
 
     #[cfg(unix)]

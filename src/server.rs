@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cancel::Cancel;
 use crate::checks::CheckProgress;
 use crate::config::{Config, unsuitable_default_root};
+use crate::logging;
 use crate::project::{Project, ProjectSlot};
 use crate::tools::check::{CheckInput, CheckOutput};
 use crate::tools::definitions::{DefinitionsInput, DefinitionsOutput};
@@ -403,7 +404,8 @@ fn to_json<T: serde::Serialize>(output: &T) -> Value {
 
 impl ProjectHelper {
     /// Runs a tool's blocking work off the async threads, turns a panic into
-    /// a tool error (the request must always be answered), and logs one line.
+    /// a tool error (the request must always be answered), and logs one line
+    /// (an answered call's once its answer is out: `logging::after_answer`).
     /// When the client cancels the request (or leaves), the work's cancel
     /// flag is raised, and the work stops at its next check.
     async fn call<T, F>(
@@ -467,7 +469,9 @@ impl ProjectHelper {
         match outcome {
             Ok(Ok(output)) => {
                 let summary = summary(&output);
-                tracing::info!(tool = ?tool, %params, status = "success", %summary, duration_ms, "tool call");
+                logging::after_answer(|| {
+                    tracing::info!(tool = ?tool, %params, status = "success", %summary, duration_ms, "tool call");
+                });
                 Ok(Json(output))
             }
             Ok(Err(ToolError::Cancelled)) => {
@@ -476,7 +480,9 @@ impl ProjectHelper {
                 Err(ToolError::Cancelled.to_string())
             }
             Ok(Err(error)) => {
-                tracing::info!(tool = ?tool, %params, status = "error", error = %error, duration_ms, "tool call");
+                logging::after_answer(|| {
+                    tracing::info!(tool = ?tool, %params, status = "error", error = %error, duration_ms, "tool call");
+                });
                 Err(error.to_string())
             }
             Err(panic) => {
@@ -703,6 +709,7 @@ pub fn run(config: Config) -> ExitCode {
         }
     };
     let code = runtime.block_on(serve(config));
+    logging::release_held();
     crate::index::shut_down(std::time::Duration::from_millis(500));
     // A blocked stdin read must not keep the process alive after EOF
     // (rust-sdk issue 220), so leave without waiting for the runtime.

@@ -75,15 +75,21 @@ where
 
 /// Writes `line` and its line break with one write call: a client woken by
 /// the first bytes finds the whole line there (unless it is longer than the
-/// pipe holds).
+/// pipe holds). The log lines held for this answer follow it, written or
+/// not.
 async fn write_line<W: AsyncWrite + Unpin>(
     writer: &SharedWriter<W>,
     mut line: Vec<u8>,
 ) -> io::Result<()> {
     line.push(b'\n');
     let mut writer = writer.lock().await;
-    writer.write_all(&line).await?;
-    writer.flush().await
+    let written = match writer.write_all(&line).await {
+        Ok(()) => writer.flush().await,
+        Err(error) => Err(error),
+    };
+    drop(writer);
+    crate::logging::release_held();
+    written
 }
 
 /// Ends (closing the stream, which ends the session) at EOF, on a read

@@ -975,6 +975,42 @@ async fn stdout_carries_only_json_rpc_at_debug_level() {
     noisy_session(&["--log-level", "debug"]).await;
 }
 
+/// The log file gets a call's line before its answer goes out (only the
+/// stderr copy waits for the answer): whoever reads the file once an
+/// answer arrived finds that call's line, successes and tool errors alike.
+#[tokio::test]
+async fn the_log_file_holds_a_calls_line_when_its_answer_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let log_arg = log.to_string_lossy().into_owned();
+    let mut server = RawServer::start(&demo_root(), &["--log-file", &log_arg]);
+    server.initialize("2025-11-25").await;
+    let calls = [
+        ("read_project_file", json!({"path": "demo_app/services.py"})),
+        ("read_project_file", json!({"path": "missing.py"})),
+        ("search_project_files", json!({"query": "apply_discount"})),
+        ("list_project_directory", json!({})),
+    ];
+    for round in 0..5u64 {
+        for (index, (tool, arguments)) in calls.iter().enumerate() {
+            let id = round * 10 + index as u64 + 1;
+            server
+                .send(&call_request(id, tool, arguments.clone()))
+                .await;
+            server.recv_id(&json!(id)).await;
+            let logged = std::fs::read_to_string(&log).expect("log file");
+            let lines = logged.matches(" tool call ").count() as u64;
+            assert_eq!(
+                lines,
+                round * calls.len() as u64 + index as u64 + 1,
+                "{tool} answered before its line was in the log file:\n{logged}"
+            );
+        }
+    }
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
+}
+
 /// A line of demo_app/services.py, which `noisy_session` reads.
 const FILE_CONTENT: &str = "MAX_DISCOUNT_PERCENT = 50.0";
 
