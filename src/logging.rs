@@ -128,9 +128,9 @@ impl Destination {
             Destination::File(file) => (&**file).write_all(line),
             #[cfg(test)]
             Destination::Captured(text) => {
-                text.lock()
-                    .map(|mut text| text.extend_from_slice(line))
-                    .ok();
+                if let Ok(mut text) = text.lock() {
+                    text.extend_from_slice(line);
+                }
                 Ok(())
             }
         };
