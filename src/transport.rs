@@ -82,12 +82,12 @@ async fn write_line<W: AsyncWrite + Unpin>(
     mut line: Vec<u8>,
 ) -> io::Result<()> {
     line.push(b'\n');
-    let mut writer = writer.lock().await;
-    let written = match writer.write_all(&line).await {
-        Ok(()) => writer.flush().await,
-        Err(error) => Err(error),
-    };
-    drop(writer);
+    let written = async {
+        let mut writer = writer.lock().await;
+        writer.write_all(&line).await?;
+        writer.flush().await
+    }
+    .await;
     crate::logging::release_held();
     written
 }

@@ -212,10 +212,15 @@ fn a_release_build_is_what_ships_and_the_images_use_the_dist_profile() {
     // fast as the archives: whole-program LTO in one codegen unit.
     assert_eq!(release["lto"].as_bool(), Some(true));
     assert_eq!(release["codegen-units"].as_integer(), Some(1));
+    // The archives and images build exactly that: the dist profile is the
+    // release profile, nothing set apart.
     let dist = &cargo["profile"]["dist"];
     assert_eq!(dist["inherits"].as_str(), Some("release"));
-    assert_eq!(dist["lto"].as_bool(), Some(true));
-    assert_eq!(dist["codegen-units"].as_integer(), Some(1));
+    assert_eq!(
+        dist.as_table().map(|table| table.len()),
+        Some(1),
+        "the dist profile only inherits the release profile: {dist:?}"
+    );
     // cargo-dist builds the `dist` profile; the image builds must too.
     for path in [
         "Dockerfile",
