@@ -713,6 +713,21 @@ pub fn run(config: Config) -> ExitCode {
     crate::index::shut_down(std::time::Duration::from_millis(500));
     // A blocked stdin read must not keep the process alive after EOF
     // (rust-sdk issue 220), so leave without waiting for the runtime.
+    leave(code)
+}
+
+/// Ends the process with `code` without waiting for its other threads.
+/// On Windows it is terminated rather than exited: an exit stops the other
+/// threads wherever they are and then runs every library's detach code,
+/// and Wine's has hung so under load. Every answer was flushed and every
+/// log line written unbuffered by then.
+fn leave(code: i32) -> ! {
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::Threading::{GetCurrentProcess, TerminateProcess};
+        // SAFETY: the pseudo handle of the current process is always valid.
+        unsafe { TerminateProcess(GetCurrentProcess(), code as u32) };
+    }
     std::process::exit(code)
 }
 
