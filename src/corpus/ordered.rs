@@ -7,8 +7,9 @@
 //! ([`in_order_shared`]).
 //!
 //! Memory follows the consumer, never the tree: no thread runs more than a
-//! bounded number of documents ahead of the outcomes handed on, so a slow
-//! document holds up only that many finished ones.
+//! bounded number of documents ahead of the outcomes handed on, and the
+//! finished outcomes waiting for an earlier one are bounded by their
+//! weight, so a slow document holds up only that much.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -18,7 +19,7 @@ use std::sync::mpsc::{self, TrySendError};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use super::Document;
+use super::{Document, Outcome};
 use crate::cancel::Cancel;
 use crate::walk::{self, EntryKind};
 
@@ -29,10 +30,23 @@ use crate::walk::{self, EntryKind};
 /// thread: starting workers would cost more than the documents.
 pub(super) const BATCH_FILES: usize = 32;
 
+/// How far the threads may work ahead of the outcomes handed on: at most
+/// this many documents, while the finished outcomes waiting for an earlier
+/// one weigh at most [`LOOKAHEAD_WEIGHT`] ([`Outcome::weight`]: the search's
+/// JSON characters). A thread the scheduler sets aside (another program busy
+/// on the cores) holds up every outcome after its document; the others work
+/// on meanwhile, as far as this allows: 256 documents stalled them within a
+/// time slice, and the first search of u-boot beside a CPU-bound process
+/// took 2-8 % longer than with 4,096.
+const LOOKAHEAD_DOCUMENTS: usize = 4096;
+const LOOKAHEAD_WEIGHT: usize = 4 << 20;
+
 /// Outcomes in path order: those finished out of order wait for their
 /// turn; each one next in order is handed to `consume`.
 struct InOrder<T, C> {
     waiting: BTreeMap<usize, T>,
+    /// The total weight of the outcomes `waiting`.
+    waiting_weight: usize,
     /// Index of the next outcome to hand on.
     next: usize,
     consume: C,
@@ -40,10 +54,11 @@ struct InOrder<T, C> {
     enough: bool,
 }
 
-impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
+impl<T: Outcome, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
     fn new(consume: C) -> Self {
         Self {
             waiting: BTreeMap::new(),
+            waiting_weight: 0,
             next: 0,
             consume,
             enough: false,
@@ -58,6 +73,7 @@ impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
         }
         if index != self.next {
             // The next outcome is still missing: nothing to hand on.
+            self.waiting_weight += outcome.weight();
             self.waiting.insert(index, outcome);
             return false;
         }
@@ -68,17 +84,29 @@ impl<T, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
             if (self.consume)(outcome).is_break() {
                 self.enough = true;
                 self.waiting.clear();
+                self.waiting_weight = 0;
                 break;
             }
             ready = self.waiting.remove(&self.next);
+            if let Some(outcome) = &ready {
+                self.waiting_weight -= outcome.weight();
+            }
         }
         self.enough
+    }
+
+    /// Whether a thread may work on document `index` now (see
+    /// [`LOOKAHEAD_DOCUMENTS`]).
+    /// The document every waiting outcome waits for always has room.
+    fn has_room_for(&self, index: usize) -> bool {
+        index <= self.next
+            || (index <= self.next + LOOKAHEAD_DOCUMENTS && self.waiting_weight <= LOOKAHEAD_WEIGHT)
     }
 }
 
 /// Works through `files` (a few) on this thread, in order, until the
 /// consumer has enough or the call is cancelled.
-pub(super) fn in_order_here<T>(
+pub(super) fn in_order_here<T: Outcome>(
     files: impl Iterator<Item = Document>,
     accept: &impl Fn(&Document) -> bool,
     mut work: impl FnMut(&Document) -> T,
@@ -102,11 +130,11 @@ pub(super) fn in_order_here<T>(
 /// document as it is free; hands the outcomes to `consume` in path order
 /// and stops once it breaks or the call is cancelled. Nothing passes
 /// between the threads but the claim of an index and the outcomes, so no
-/// thread sleeps unless it is [`SHARED_LOOKAHEAD`] documents ahead of the
-/// outcomes handed on: a list needs no thread to feed it, and helpers woken
+/// thread sleeps unless it is too far ahead of the outcomes handed on
+/// ([`LOOKAHEAD_DOCUMENTS`]): a list needs no thread to feed it, and helpers woken
 /// batch by batch cost more CPU for no less time (docs/performance.md, "Per
 /// call").
-pub(super) fn in_order_shared<T: Default + Send, S>(
+pub(super) fn in_order_shared<T: Outcome, S>(
     document: impl Fn(usize) -> Option<Document> + Sync,
     accept: impl Fn(&Document) -> bool + Sync,
     state: impl Fn() -> S + Sync,
@@ -117,6 +145,9 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
     let next_claim = AtomicUsize::new(0);
     // The index of the next outcome to hand on, as the lock last left it.
     let handed = AtomicUsize::new(0);
+    // The outcomes waiting weigh more than the lookahead allows, as the
+    // lock last left them.
+    let crowded = AtomicBool::new(false);
     let sleepers = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(InOrder::new(consume));
@@ -129,11 +160,13 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
             if halted() {
                 return;
             }
-            if index > handed.load(Ordering::Relaxed) + SHARED_LOOKAHEAD {
+            if index > handed.load(Ordering::Relaxed) + LOOKAHEAD_DOCUMENTS
+                || crowded.load(Ordering::Relaxed)
+            {
                 // Counted before the lock is taken, read after it is left:
                 // a thread that moves `next` on sees every sleeper.
                 sleepers.fetch_add(1, Ordering::SeqCst);
-                let room = wait_for_room(&progress, &advanced, index, SHARED_LOOKAHEAD, &halted);
+                let room = wait_for_room(&progress, &advanced, index, &halted);
                 sleepers.fetch_sub(1, Ordering::SeqCst);
                 if !room {
                     return;
@@ -154,6 +187,10 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
                 stop.store(true, Ordering::Relaxed);
             }
             handed.store(in_order.next, Ordering::Relaxed);
+            crowded.store(
+                in_order.waiting_weight > LOOKAHEAD_WEIGHT,
+                Ordering::Relaxed,
+            );
             drop(in_order);
             if sleepers.load(Ordering::SeqCst) > 0 {
                 advanced.notify_all();
@@ -168,10 +205,6 @@ pub(super) fn in_order_shared<T: Default + Send, S>(
     });
 }
 
-/// How far a thread of [`in_order_shared`] may work ahead of the outcomes
-/// handed on, in documents.
-const SHARED_LOOKAHEAD: usize = 256;
-
 /// Runs `feed` (a walk) on this thread while helper threads apply `work` to
 /// the files `accept` keeps, each thread with its own `state`; hands the
 /// outcomes to `consume` in path order, and stops both once `consume`
@@ -185,7 +218,7 @@ const SHARED_LOOKAHEAD: usize = 256;
 /// on two cores (a tenth of the scan's time) and left a core idle whenever
 /// the workers waited for the walk: a scan of u-boot took 174 ms, 150 with
 /// the walk's thread working.
-pub(super) fn in_order_parallel<T: Default + Send, S>(
+pub(super) fn in_order_parallel<T: Outcome, S>(
     feed: impl FnOnce(&mut dyn FnMut(Document) -> ControlFlow<()>) -> io::Result<()>,
     accept: impl Fn(&Document) -> bool,
     state: impl Fn() -> S + Sync,
@@ -194,9 +227,6 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
     cancel: &Cancel,
 ) -> io::Result<()> {
     let threads = walk::worker_threads();
-    // Finished documents may wait for a slower earlier one, each holding
-    // its outcome: the walk stays at most this many documents ahead.
-    let lookahead = threads * BATCH_FILES * 4;
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(InOrder::new(consume));
     let advanced = Condvar::new();
@@ -263,7 +293,7 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
             if batch.len() < BATCH_FILES {
                 return ControlFlow::Continue(());
             }
-            if !wait_for_room(&progress, &advanced, index, lookahead, &halted) {
+            if !wait_for_room(&progress, &advanced, index, &halted) {
                 return ControlFlow::Break(());
             }
             let mut full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
@@ -305,19 +335,19 @@ pub(super) fn in_order_parallel<T: Default + Send, S>(
     })
 }
 
-/// Blocks the walk while it is more than `lookahead` documents ahead of
-/// the outcomes handed on; false when the run stopped meanwhile.
-fn wait_for_room<T, C>(
+/// Blocks the thread while document `index` is too far ahead of the
+/// outcomes handed on ([`LOOKAHEAD_DOCUMENTS`]); false when the run stopped
+/// meanwhile.
+fn wait_for_room<T: Outcome, C: FnMut(T) -> ControlFlow<()>>(
     progress: &Mutex<InOrder<T, C>>,
     advanced: &Condvar,
-    walked: usize,
-    lookahead: usize,
+    index: usize,
     halted: &impl Fn() -> bool,
 ) -> bool {
     let Ok(mut in_order) = progress.lock() else {
         return false;
     };
-    while walked > in_order.next + lookahead {
+    while !in_order.has_room_for(index) {
         if halted() {
             return false;
         }
@@ -335,6 +365,39 @@ mod tests {
     use super::*;
     use crate::walk::Entry;
     use std::path::PathBuf;
+
+    /// The outcomes these tests hand on weigh nothing ([`Heavy`] does).
+    macro_rules! weightless {
+        ($($outcome:ty),*) => {$(
+            impl Outcome for $outcome {
+                fn renamed(&self, _: &Document) -> Option<Self> {
+                    None
+                }
+                fn weight(&self) -> usize {
+                    0
+                }
+            }
+        )*};
+    }
+    weightless!(
+        usize,
+        Option<()>,
+        Option<String>,
+        Option<std::thread::ThreadId>
+    );
+
+    /// An outcome a third of [`LOOKAHEAD_WEIGHT`] heavy.
+    #[derive(Default, Clone)]
+    struct Heavy;
+
+    impl Outcome for Heavy {
+        fn renamed(&self, _: &Document) -> Option<Self> {
+            None
+        }
+        fn weight(&self) -> usize {
+            LOOKAHEAD_WEIGHT / 3
+        }
+    }
 
     fn file(index: usize) -> Document {
         Document {
@@ -387,7 +450,7 @@ mod tests {
 
     /// Works `files` with `executor`, `work` on each file `accept` keeps,
     /// until `cancel` is raised.
-    fn run<T: Default + Send>(
+    fn run<T: Outcome>(
         executor: Executor,
         files: &[Document],
         accept: impl Fn(&Document) -> bool + Sync,
@@ -473,14 +536,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_slow_first_document_holds_up_a_bounded_number_of_finished_ones() {
-        let files: Vec<Document> = (0..2000).map(file).collect();
+    /// How many documents `executor` works while the first of many takes
+    /// 300 ms, each made into `outcome`.
+    fn worked_beside_a_slow_first<T: Outcome>(executor: Executor, outcome: fn() -> T) -> usize {
+        let files: Vec<Document> = (0..6000).map(file).collect();
         let worked = AtomicUsize::new(0);
         let worked_before_the_first = AtomicUsize::new(0);
         let mut count = 0;
         run(
-            Executor::Shared,
+            executor,
             &files,
             |_| true,
             |document| {
@@ -490,26 +554,42 @@ mod tests {
                     worked_before_the_first.store(others, Ordering::SeqCst);
                 }
                 worked.fetch_add(1, Ordering::SeqCst);
-                Some(())
+                outcome()
             },
-            |_: Option<()>| {
+            |_: T| {
                 count += 1;
                 ControlFlow::Continue(())
             },
             &Cancel::never(),
         );
-        assert_eq!(count, files.len());
-        let ahead = worked_before_the_first.load(Ordering::SeqCst);
-        assert!(ahead > 0, "no helper worked beside the slow document");
-        assert!(
-            ahead <= SHARED_LOOKAHEAD + walk::worker_threads(),
-            "{ahead} documents finished while the first was read"
-        );
+        assert_eq!(count, files.len(), "{executor:?}");
+        worked_before_the_first.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_slow_first_document_holds_up_a_bounded_number_and_weight_of_finished_ones() {
+        let threads = walk::worker_threads();
+        for executor in [Executor::Walk, Executor::Shared] {
+            let ahead = worked_beside_a_slow_first(executor, || Some(()));
+            assert!(ahead > 0, "{executor:?}: no helper worked beside it");
+            assert!(
+                ahead <= LOOKAHEAD_DOCUMENTS + BATCH_FILES + threads,
+                "{executor:?}: {ahead} documents finished while the first was read"
+            );
+            // Three heavy outcomes reach the weight bound; the walk checks
+            // it once a batch, with batches queued and in the helpers' hands.
+            let heavy = worked_beside_a_slow_first(executor, || Heavy);
+            assert!(heavy > 0, "{executor:?}: no helper worked beside it");
+            assert!(
+                heavy <= 4 + BATCH_FILES * (3 * threads + 1),
+                "{executor:?}: {heavy} heavy outcomes finished while the first was read"
+            );
+        }
     }
 
     #[test]
     fn a_cancelled_run_stops_within_what_its_threads_had_claimed() {
-        let files: Vec<Document> = (0..5000).map(file).collect();
+        let files: Vec<Document> = (0..10_000).map(file).collect();
         for executor in [Executor::Walk, Executor::Shared] {
             let cancel = Cancel::default();
             let worked = AtomicUsize::new(0);
@@ -533,10 +613,9 @@ mod tests {
             );
             let worked = worked.load(Ordering::SeqCst);
             // What was worked ahead of the outcomes handed on when the flag
-            // rose, and a document a thread had started.
-            let ahead = walk::worker_threads() * BATCH_FILES * 4 + BATCH_FILES;
+            // rose, and a document each thread had started.
             assert!(
-                worked <= 100 + ahead.max(SHARED_LOOKAHEAD) + walk::worker_threads(),
+                worked <= 100 + LOOKAHEAD_DOCUMENTS + BATCH_FILES + walk::worker_threads(),
                 "{executor:?}: {worked} worked after a cancel at 100"
             );
         }
