@@ -22,8 +22,9 @@ pub trait Outcome: Default + Clone + Send {
     /// `None` when the tool must read the document again under that name
     /// (what it keeps depends on the name).
     fn renamed(&self, document: &Document) -> Option<Self>;
-    /// What keeping the outcome costs, toward [`MAX_KNOWN_WEIGHT`]: for the
-    /// search, the JSON characters of the matches it keeps.
+    /// What keeping the outcome costs, toward [`MAX_KNOWN_WEIGHT`] and the
+    /// ordered executors' lookahead: for the search, the JSON characters of
+    /// the matches it keeps.
     fn weight(&self) -> usize;
 }
 

@@ -96,8 +96,8 @@ impl<T: Outcome, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
     }
 
     /// Whether a thread may work on document `index` now (see
-    /// [`LOOKAHEAD_DOCUMENTS`]).
-    /// The document every waiting outcome waits for always has room.
+    /// [`LOOKAHEAD_DOCUMENTS`]); the one every waiting outcome waits for
+    /// always may.
     fn has_room_for(&self, index: usize) -> bool {
         index <= self.next
             || (index <= self.next + LOOKAHEAD_DOCUMENTS && self.waiting_weight <= LOOKAHEAD_WEIGHT)
@@ -131,9 +131,9 @@ pub(super) fn in_order_here<T: Outcome>(
 /// and stops once it breaks or the call is cancelled. Nothing passes
 /// between the threads but the claim of an index and the outcomes, so no
 /// thread sleeps unless it is too far ahead of the outcomes handed on
-/// ([`LOOKAHEAD_DOCUMENTS`]): a list needs no thread to feed it, and helpers woken
-/// batch by batch cost more CPU for no less time (docs/performance.md, "Per
-/// call").
+/// ([`LOOKAHEAD_DOCUMENTS`]): a list needs no thread to feed it, and
+/// helpers woken batch by batch cost more CPU for no less time
+/// (docs/performance.md, "Per call").
 pub(super) fn in_order_shared<T: Outcome, S>(
     document: impl Fn(usize) -> Option<Document> + Sync,
     accept: impl Fn(&Document) -> bool + Sync,
