@@ -31,14 +31,18 @@ use crate::walk::{self, EntryKind};
 pub(super) const BATCH_FILES: usize = 32;
 
 /// How far the threads may work ahead of the outcomes handed on: at most
-/// this many documents, while the finished outcomes waiting for an earlier
-/// one weigh at most [`LOOKAHEAD_WEIGHT`] ([`Outcome::weight`]: the search's
-/// JSON characters). A thread the scheduler sets aside (another program busy
-/// on the cores) holds up every outcome after its document; the others work
-/// on meanwhile, as far as this allows: 256 documents stalled them within a
-/// time slice, and the first search of u-boot beside a CPU-bound process
-/// took 2-8 % longer than with 4,096.
-const LOOKAHEAD_DOCUMENTS: usize = 4096;
+/// this many documents of a walk, while the finished outcomes waiting for
+/// an earlier one weigh at most [`LOOKAHEAD_WEIGHT`] ([`Outcome::weight`]:
+/// the search's JSON characters). A thread the scheduler sets aside
+/// (another program busy on the cores) holds up every outcome after its
+/// document; the others work on meanwhile, as far as this allows: 256
+/// documents stalled them within a time slice, and the first search of
+/// u-boot beside a CPU-bound process took 2-8 % longer than with 4,096.
+const WALK_LOOKAHEAD: usize = 4096;
+/// The same for a list of candidates, which a call often stops early: work
+/// ahead of the stop is wasted, and a thread that sleeps leaves its core to
+/// the one holding up the rest.
+const LIST_LOOKAHEAD: usize = 256;
 const LOOKAHEAD_WEIGHT: usize = 4 << 20;
 
 /// Outcomes in path order: those finished out of order wait for their
@@ -95,12 +99,12 @@ impl<T: Outcome, C: FnMut(T) -> ControlFlow<()>> InOrder<T, C> {
         self.enough
     }
 
-    /// Whether a thread may work on document `index` now (see
-    /// [`LOOKAHEAD_DOCUMENTS`]); the one every waiting outcome waits for
-    /// always may.
-    fn has_room_for(&self, index: usize) -> bool {
+    /// Whether a thread may work on document `index` now, at most
+    /// `lookahead` documents ahead (see [`WALK_LOOKAHEAD`]); the one every
+    /// waiting outcome waits for always may.
+    fn has_room_for(&self, index: usize, lookahead: usize) -> bool {
         index <= self.next
-            || (index <= self.next + LOOKAHEAD_DOCUMENTS && self.waiting_weight <= LOOKAHEAD_WEIGHT)
+            || (index <= self.next + lookahead && self.waiting_weight <= LOOKAHEAD_WEIGHT)
     }
 }
 
@@ -131,7 +135,7 @@ pub(super) fn in_order_here<T: Outcome>(
 /// and stops once it breaks or the call is cancelled. Nothing passes
 /// between the threads but the claim of an index and the outcomes, so no
 /// thread sleeps unless it is too far ahead of the outcomes handed on
-/// ([`LOOKAHEAD_DOCUMENTS`]): a list needs no thread to feed it, and
+/// ([`LIST_LOOKAHEAD`]): a list needs no thread to feed it, and
 /// helpers woken batch by batch cost more CPU for no less time
 /// (docs/performance.md, "Per call").
 pub(super) fn in_order_shared<T: Outcome, S>(
@@ -160,13 +164,13 @@ pub(super) fn in_order_shared<T: Outcome, S>(
             if halted() {
                 return;
             }
-            if index > handed.load(Ordering::Relaxed) + LOOKAHEAD_DOCUMENTS
+            if index > handed.load(Ordering::Relaxed) + LIST_LOOKAHEAD
                 || crowded.load(Ordering::Relaxed)
             {
                 // Counted before the lock is taken, read after it is left:
                 // a thread that moves `next` on sees every sleeper.
                 sleepers.fetch_add(1, Ordering::SeqCst);
-                let room = wait_for_room(&progress, &advanced, index, &halted);
+                let room = wait_for_room(&progress, &advanced, index, LIST_LOOKAHEAD, &halted);
                 sleepers.fetch_sub(1, Ordering::SeqCst);
                 if !room {
                     return;
@@ -293,7 +297,7 @@ pub(super) fn in_order_parallel<T: Outcome, S>(
             if batch.len() < BATCH_FILES {
                 return ControlFlow::Continue(());
             }
-            if !wait_for_room(&progress, &advanced, index, &halted) {
+            if !wait_for_room(&progress, &advanced, index, WALK_LOOKAHEAD, &halted) {
                 return ControlFlow::Break(());
             }
             let mut full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES));
@@ -336,18 +340,19 @@ pub(super) fn in_order_parallel<T: Outcome, S>(
 }
 
 /// Blocks the thread while document `index` is too far ahead of the
-/// outcomes handed on ([`LOOKAHEAD_DOCUMENTS`]); false when the run stopped
-/// meanwhile.
+/// outcomes handed on (`lookahead`: see [`WALK_LOOKAHEAD`]); false when the
+/// run stopped meanwhile.
 fn wait_for_room<T: Outcome, C: FnMut(T) -> ControlFlow<()>>(
     progress: &Mutex<InOrder<T, C>>,
     advanced: &Condvar,
     index: usize,
+    lookahead: usize,
     halted: &impl Fn() -> bool,
 ) -> bool {
     let Ok(mut in_order) = progress.lock() else {
         return false;
     };
-    while !in_order.has_room_for(index) {
+    while !in_order.has_room_for(index, lookahead) {
         if halted() {
             return false;
         }
@@ -446,6 +451,15 @@ mod tests {
     enum Executor {
         Walk,
         Shared,
+    }
+
+    impl Executor {
+        fn lookahead(self) -> usize {
+            match self {
+                Executor::Walk => WALK_LOOKAHEAD,
+                Executor::Shared => LIST_LOOKAHEAD,
+            }
+        }
     }
 
     /// Works `files` with `executor`, `work` on each file `accept` keeps,
@@ -573,7 +587,7 @@ mod tests {
             let ahead = worked_beside_a_slow_first(executor, || Some(()));
             assert!(ahead > 0, "{executor:?}: no helper worked beside it");
             assert!(
-                ahead <= LOOKAHEAD_DOCUMENTS + BATCH_FILES + threads,
+                ahead <= executor.lookahead() + BATCH_FILES + threads,
                 "{executor:?}: {ahead} documents finished while the first was read"
             );
             // Three heavy outcomes reach the weight bound; the walk checks
@@ -615,7 +629,7 @@ mod tests {
             // What was worked ahead of the outcomes handed on when the flag
             // rose, and a document each thread had started.
             assert!(
-                worked <= 100 + LOOKAHEAD_DOCUMENTS + BATCH_FILES + walk::worker_threads(),
+                worked <= 100 + executor.lookahead() + BATCH_FILES + walk::worker_threads(),
                 "{executor:?}: {worked} worked after a cancel at 100"
             );
         }
