@@ -41,7 +41,8 @@ pub(super) const BATCH_FILES: usize = 32;
 const WALK_LOOKAHEAD: usize = 4096;
 /// The same for a list of candidates, which a call often stops early: work
 /// ahead of the stop is wasted, and a thread that sleeps leaves its core to
-/// the one holding up the rest.
+/// the one holding up the rest (a scan of u-boot's file list beside a
+/// CPU-bound process: 183 ms at the median with 256, 233 with 4,096).
 const LIST_LOOKAHEAD: usize = 256;
 const LOOKAHEAD_WEIGHT: usize = 4 << 20;
 
