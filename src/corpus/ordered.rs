@@ -44,6 +44,8 @@ const WALK_LOOKAHEAD: usize = 4096;
 /// the one holding up the rest (a scan of u-boot's file list beside a
 /// CPU-bound process: 183 ms at the median with 256, 233 with 4,096).
 const LIST_LOOKAHEAD: usize = 256;
+/// What the finished outcomes waiting for an earlier one may weigh, in
+/// either executor (see [`WALK_LOOKAHEAD`]).
 const LOOKAHEAD_WEIGHT: usize = 4 << 20;
 
 /// Outcomes in path order: those finished out of order wait for their
