@@ -383,6 +383,32 @@ mod tests {
         );
     }
 
+    /// The searcher keeps no line buffer of its own: lines far longer than
+    /// grep's default buffer, their context and a byte order mark all come
+    /// from the file's text as read.
+    #[test]
+    fn long_lines_and_marked_files_are_searched_whole() {
+        let long = format!("{}needle{}\n", "x".repeat(200_000), "y".repeat(100_000));
+        let (_d, gate) = project(&[
+            ("long.txt", &format!("first\n{long}last\n")),
+            ("marked.txt", "\u{FEFF}needle at the start\n"),
+        ]);
+        let mut context = input("needle");
+        context.context_lines = 1;
+        let out = search(&gate, &context).unwrap();
+        assert_eq!(
+            lines(&out),
+            vec![("long.txt".into(), 2), ("marked.txt".into(), 1)]
+        );
+        let matches = out.matches.unwrap();
+        assert_eq!(
+            matches[0].before.as_deref(),
+            Some(&["first".to_string()][..])
+        );
+        assert_eq!(matches[0].after.as_deref(), Some(&["last".to_string()][..]));
+        assert_eq!(matches[1].text, "needle at the start");
+    }
+
     #[test]
     fn paging_and_truncation() {
         let text: String = (1..=30).map(|i| format!("hit {i}\n")).collect();
