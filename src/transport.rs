@@ -23,7 +23,7 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::Mutex;
 
 /// Longest accepted line; longer ones are answered with -32700 and skipped.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -34,10 +34,17 @@ const INVALID_PARAMS: i64 = -32602;
 
 type SharedWriter<W> = Arc<Mutex<W>>;
 
-/// Builds the (sink, stream) pair rmcp serves on. A reader task turns
-/// stdin lines into messages and answers malformed ones itself; `on_eof`
-/// runs as soon as the client closes its end, before the session winds
-/// down (so work nobody will read can stop at once).
+/// Builds the (sink, stream) pair rmcp serves on. The stream turns stdin
+/// lines into messages and answers malformed ones itself; `on_eof` runs as
+/// soon as the client closes its end, before the session winds down (so
+/// work nobody will read can stop at once).
+///
+/// The stream reads stdin as rmcp's message loop polls it, with no task of
+/// its own: a task handing each line on made one more hand-over between
+/// tasks per request, and the runtime lets a worker run only three tasks
+/// woken from the one before in a row; the fourth (rmcp's answer) was
+/// queued and the idle worker woken to take it, so every answer was
+/// written from a second core.
 pub fn json_lines<R, W>(
     reader: R,
     writer: W,
@@ -51,12 +58,12 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let writer: SharedWriter<W> = Arc::new(Mutex::new(writer));
-    let (sender, receiver) = mpsc::channel::<ClientJsonRpcMessage>(64);
-    let reading = read_messages(BufReader::new(reader), writer.clone(), sender);
-    tokio::spawn(async move {
-        reading.await;
-        on_eof();
-    });
+    let reading = Reading {
+        reader: BufReader::new(reader),
+        writer: writer.clone(),
+        line: Vec::new(),
+        on_eof: Some(Box::new(on_eof)),
+    };
 
     let sink = Box::pin(futures::sink::unfold(
         writer,
@@ -66,10 +73,10 @@ where
             Ok::<_, io::Error>(writer)
         },
     ));
-    let stream = Box::pin(futures::stream::unfold(
-        receiver,
-        |mut receiver| async move { receiver.recv().await.map(|message| (message, receiver)) },
-    ));
+    let stream = Box::pin(futures::stream::unfold(reading, |mut reading| async move {
+        let message = reading.next_message().await?;
+        Some((message, reading))
+    }));
     (sink, stream)
 }
 
@@ -92,47 +99,58 @@ async fn write_line<W: AsyncWrite + Unpin>(
     written
 }
 
-/// Ends (closing the stream, which ends the session) at EOF, on a read
-/// error, or when the session is gone.
-async fn read_messages<R, W>(
-    mut reader: BufReader<R>,
+/// The client's side of stdin: lines read so far and what to do once it
+/// ends.
+struct Reading<R, W> {
+    reader: BufReader<R>,
     writer: SharedWriter<W>,
-    sender: mpsc::Sender<ClientJsonRpcMessage>,
-) where
+    line: Vec<u8>,
+    on_eof: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl<R, W> Reading<R, W>
+where
     R: tokio::io::AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let outcome = match read_line(&mut reader, &mut line).await {
-            Ok(LineRead::Eof) => return,
-            Ok(LineRead::Oversized) => Decoded::Reply(error_reply(
-                Value::Null,
-                PARSE_ERROR,
-                &format!("Parse error: message longer than {MAX_LINE_BYTES} bytes"),
-            )),
-            Ok(LineRead::Line) => decode(&line),
-            Err(error) => {
-                tracing::warn!(error = %error, "cannot read stdin; ending the session");
-                return;
-            }
-        };
-        match outcome {
-            Decoded::Message(message) => {
-                if sender.send(*message).await.is_err() {
-                    return;
+    /// The next message for rmcp; lines it must not see are answered here.
+    /// `None` (closing the stream, which ends the session) at EOF, on a read
+    /// error, or when an answer cannot be written; `on_eof` has run by then.
+    async fn next_message(&mut self) -> Option<ClientJsonRpcMessage> {
+        let message = self.read_message().await;
+        if message.is_none()
+            && let Some(on_eof) = self.on_eof.take()
+        {
+            on_eof();
+        }
+        message
+    }
+
+    async fn read_message(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            self.line.clear();
+            let outcome = match read_line(&mut self.reader, &mut self.line).await {
+                Ok(LineRead::Eof) => return None,
+                Ok(LineRead::Oversized) => Decoded::Reply(error_reply(
+                    Value::Null,
+                    PARSE_ERROR,
+                    &format!("Parse error: message longer than {MAX_LINE_BYTES} bytes"),
+                )),
+                Ok(LineRead::Line) => decode(&self.line),
+                Err(error) => {
+                    tracing::warn!(error = %error, "cannot read stdin; ending the session");
+                    return None;
                 }
-            }
-            Decoded::Reply(reply) => {
-                if write_line(&writer, reply.to_string().into_bytes())
-                    .await
-                    .is_err()
-                {
-                    return;
+            };
+            match outcome {
+                Decoded::Message(message) => return Some(*message),
+                Decoded::Reply(reply) => {
+                    write_line(&self.writer, reply.to_string().into_bytes())
+                        .await
+                        .ok()?;
                 }
+                Decoded::Skip => {}
             }
-            Decoded::Skip => {}
         }
     }
 }
@@ -653,7 +671,7 @@ mod tests {
         let (mut sink, mut stream) = json_lines(&b"not json\n"[..], writes.clone(), move || {
             let _ = ended.send(());
         });
-        // The reader answers the line that is not JSON itself, then ends.
+        // The stream answers the line that is not JSON itself, then ends.
         assert!(stream.next().await.is_none());
         gone.await.unwrap();
         let answer = ServerJsonRpcMessage::Error(rmcp::model::JsonRpcError::new(
