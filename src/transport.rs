@@ -663,6 +663,26 @@ mod tests {
         }
     }
 
+    /// Stdin is read as the stream is polled: building and reading it needs
+    /// no runtime to spawn a task on (one would panic here).
+    #[test]
+    fn the_stream_reads_as_it_is_polled_with_no_task_of_its_own() {
+        use futures::StreamExt;
+        let input = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nnot json\n";
+        let writes = Writes::default();
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (_sink, mut stream) = json_lines(&input[..], writes.clone(), {
+            let ended = ended.clone();
+            move || ended.store(true, std::sync::atomic::Ordering::SeqCst)
+        });
+        assert!(futures::executor::block_on(stream.next()).is_some());
+        assert!(writes.0.lock().unwrap().is_empty());
+        assert!(!ended.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(futures::executor::block_on(stream.next()).is_none());
+        assert_eq!(writes.0.lock().unwrap().len(), 1);
+        assert!(ended.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
     #[tokio::test]
     async fn every_line_goes_out_whole_in_one_write() {
         use futures::{SinkExt, StreamExt};
