@@ -40,11 +40,10 @@ type SharedWriter<W> = Arc<Mutex<W>>;
 /// work nobody will read can stop at once).
 ///
 /// The stream reads stdin as rmcp's message loop polls it, with no task of
-/// its own: a task handing each line on made one more hand-over between
-/// tasks per request, and the runtime lets a worker run only three tasks
-/// woken from the one before in a row; the fourth (rmcp's answer) was
-/// queued and the idle worker woken to take it, so every answer was
-/// written from a second core.
+/// its own: the runtime lets a worker run only three tasks woken from the
+/// one before in a row, and one more hand-over per request would make
+/// rmcp's answer the fourth, queued for the idle worker to wake and write
+/// from a second core.
 pub fn json_lines<R, W>(
     reader: R,
     writer: W,

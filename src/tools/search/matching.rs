@@ -85,9 +85,10 @@ impl Reader for Settings {
 
     fn scratch(&self) -> Scratch {
         Scratch {
-            // Only slices are searched, so the reader's line buffer is never
-            // used: a one-byte heap limit keeps it from being 64 KiB, zeroed
-            // per call (0 would refuse every search).
+            // Only slices are searched and nothing is transcoded (no byte
+            // order mark sniffing, no encoding), so the reader's line buffer
+            // is never used: a one-byte heap limit keeps it from being 64 KiB,
+            // zeroed per call (0 would refuse every search).
             searcher: SearcherBuilder::new()
                 .heap_limit(Some(1))
                 .line_number(true)
