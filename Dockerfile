@@ -20,7 +20,8 @@
 #    build this stage; `--target prebuilt` skips the Rust builder entirely.
 
 FROM rust:1-alpine AS builder
-RUN apk add --no-cache musl-dev
+# make: jemalloc's build (the allocator on x86_64 Linux, see Cargo.toml).
+RUN apk add --no-cache musl-dev make
 WORKDIR /src
 COPY . .
 # musl targets link statically by default, so the binary runs on scratch.

@@ -12,7 +12,10 @@ pub(super) fn log_filters_left_out(limit_bytes: usize) {
 }
 
 /// The build's scratch memory, freed on its own thread, would stay with
-/// that thread's allocator arena; hand it back to the system.
+/// that thread's allocator arena; hand it back to the system. This is
+/// glibc's heap: every allocation's on aarch64 Linux, tree-sitter's on
+/// x86_64, where jemalloc serves the rest and gives freed pages back at
+/// once (see main.rs).
 pub(super) fn return_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: glibc's malloc_trim has no safe wrapper; it takes a plain
@@ -22,7 +25,8 @@ pub(super) fn return_freed_memory() {
     }
 }
 
-/// Allocator arenas a server process keeps: two. Memory freed on one
+/// glibc allocator arenas a server process keeps: two (jemalloc, where it
+/// is the process's allocator, is held to two as well). Memory freed on one
 /// thread after another allocated it (a call's scan, the walk's parts
 /// moved into the file list, the background's reads and merges) stays in
 /// that thread's arena, and glibc makes up to eight per core: calls
