@@ -10,12 +10,12 @@ use mcp_project_helper::config::Config;
 use mcp_project_helper::{hosts, index, logging, report, runner, server};
 
 /// jemalloc on x86_64 Linux (see Cargo.toml). Two arenas, as glibc's is
-/// held to elsewhere, and freed pages go back to the system at once: with
-/// its default ten-second delay a first build peaked 23 MB higher. Each
+/// held to elsewhere, and freed pages go back to the system at once (its
+/// default ten-second delay lifts a first build's peak by 23 MB). Each
 /// thread keeps freed blocks of up to 256 KiB (a source file's read) for
 /// reuse, not only up to 32 KiB: larger reads would otherwise fault their
 /// pages in again at every call (a restarted session's first searches
-/// took 10 % longer).
+/// 10 % slower).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -84,34 +84,6 @@ fn cpu_ticks(pid: u32) -> u64 {
     fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
 }
 
-/// On x86_64 Linux the process allocates with jemalloc held to two arenas,
-/// giving freed pages back at once (its default keeps them ten seconds: a
-/// first build peaked 23 MB higher) and each thread keeping blocks of up to
-/// 256 KiB for reuse. jemalloc prints the options it runs with at exit when
-/// its environment variable asks for its statistics.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[test]
-fn the_allocator_gives_freed_pages_back_at_once() {
-    let output = std::process::Command::new(crate::common::binary())
-        .arg("--version")
-        .env("_RJEM_MALLOC_CONF", "stats_print:true")
-        .output()
-        .expect("run the binary");
-    assert!(output.status.success(), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    for option in [
-        "opt.narenas: 2\n",
-        "opt.dirty_decay_ms: 0 ",
-        "opt.muzzy_decay_ms: 0 ",
-        "opt.tcache_max: 262144\n",
-    ] {
-        assert!(
-            stderr.contains(option),
-            "{option:?} is not among jemalloc's options:\n{stderr}"
-        );
-    }
-}
-
 #[cfg(unix)]
 use crate::common::call_request as call;
 #[cfg(target_os = "linux")]
@@ -1354,4 +1326,32 @@ async fn cancelling_a_slow_parse_stops_its_work_at_once() {
         !rest.contains("\"id\":1,"),
         "cancelled call answered: {rest}"
     );
+}
+
+/// On x86_64 Linux the process allocates with jemalloc held to two arenas,
+/// giving freed pages back at once (its default keeps them ten seconds: a
+/// first build peaks 23 MB higher) and each thread keeping blocks of up to
+/// 256 KiB for reuse. jemalloc prints the options it runs with at exit when
+/// its environment variable asks for its statistics.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn the_allocator_gives_freed_pages_back_at_once() {
+    let output = std::process::Command::new(crate::common::binary())
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", "stats_print:true")
+        .output()
+        .expect("run the binary");
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for option in [
+        "opt.narenas: 2\n",
+        "opt.dirty_decay_ms: 0 ",
+        "opt.muzzy_decay_ms: 0 ",
+        "opt.tcache_max: 262144\n",
+    ] {
+        assert!(
+            stderr.contains(option),
+            "{option:?} is not among jemalloc's options:\n{stderr}"
+        );
+    }
 }
