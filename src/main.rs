@@ -17,22 +17,21 @@ use mcp_project_helper::{hosts, index, logging, report, runner, server};
 /// pages in again at every call (a restarted session's first searches
 /// 10 % slower).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator {
+    #[global_allocator]
+    static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[unsafe(export_name = "_rjem_malloc_conf")]
-static ALLOCATOR_OPTIONS: AllocatorOptions =
-    AllocatorOptions(c"narenas:2,dirty_decay_ms:0,muzzy_decay_ms:0,tcache_max:262144".as_ptr());
+    #[unsafe(export_name = "_rjem_malloc_conf")]
+    static OPTIONS: Options =
+        Options(c"narenas:2,dirty_decay_ms:0,muzzy_decay_ms:0,tcache_max:262144".as_ptr());
 
-/// The C string jemalloc reads its options from at start-up.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[repr(transparent)]
-struct AllocatorOptions(*const std::ffi::c_char);
+    /// The C string jemalloc reads its options from at start-up.
+    #[repr(transparent)]
+    struct Options(*const std::ffi::c_char);
 
-// SAFETY: the pointer is to a static string that nothing writes.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-unsafe impl Sync for AllocatorOptions {}
+    // SAFETY: the pointer is to a static string that nothing writes.
+    unsafe impl Sync for Options {}
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
