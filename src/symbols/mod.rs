@@ -10,8 +10,8 @@
 //!
 //! Bounded: files over [`MAX_FILE_BYTES`] are not parsed; every parse
 //! goes through [`parse`] with the call's [`ParseBudget`], so the parses
-//! and walks of one call share one deadline ([`CALL_BUDGET`]) and its
-//! cancel flag (the parser's progress callback, then a look every
+//! and walks of one call share one clock ([`CALL_BUDGET`] of parsing) and
+//! its cancel flag (the parser's progress callback, then a look every
 //! [`NODES_PER_CHECK`] nodes); the memory a parse holds is counted and
 //! bounded (`heap`); names and signatures are cut, and invalid UTF-8 is
 //! read lossily.
@@ -22,6 +22,7 @@ pub mod uses;
 
 use std::mem::ManuallyDrop;
 use std::ops::{ControlFlow, Deref, Range};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -36,9 +37,9 @@ pub use languages::{Language, file_ending};
 
 /// Largest file parsed: the search's limit, so both see the same files.
 pub const MAX_FILE_BYTES: u64 = crate::corpus::searchable::MAX_SEARCHED_BYTES;
-/// Longest one call's parses and walks may take together, as wall-clock
-/// time: a 2 MiB file of C takes a fraction of it, with room for a machine
-/// busy with other work.
+/// Longest one call's parses and walks may run, as wall-clock time while
+/// any of them runs: a 2 MiB file of C takes a fraction of it, with room
+/// for a machine busy with other work.
 pub const CALL_BUDGET: Duration = Duration::from_secs(10);
 /// Signatures (a definition's first line) are cut to this many characters.
 pub const MAX_SIGNATURE_CHARS: usize = 200;
@@ -132,24 +133,53 @@ pub enum ParseError {
 }
 
 /// What one call may spend on parsing: made once per call and handed to
-/// every parse and walk of it, so they share one deadline and the call's
+/// every parse and walk of it, so they share one clock and the call's
 /// cancel flag.
+///
+/// The clock runs while at least one of the call's parses or walks runs,
+/// on any thread: the bound is on the work a file can cause, so the time
+/// a call spends reading files, finding candidates or stalled in a system
+/// call between parses (seconds, on a loaded machine) is not counted.
 #[derive(Debug, Clone)]
 pub struct ParseBudget {
-    deadline: Instant,
+    time: Duration,
+    clock: Arc<Mutex<ParseClock>>,
     cancel: Cancel,
 }
 
+/// The time a call's parses and walks have taken, counted once when they
+/// run at the same time on several threads.
+#[derive(Debug, Default)]
+struct ParseClock {
+    /// Parses and walks running now.
+    running: usize,
+    /// When `running` last went up from 0.
+    since: Option<Instant>,
+    /// The time of the runs that have ended.
+    ended: Duration,
+}
+
+impl ParseClock {
+    fn spent(&self, now: Instant) -> Duration {
+        let running = match self.since {
+            Some(since) if self.running > 0 => now.saturating_duration_since(since),
+            _ => Duration::ZERO,
+        };
+        self.ended + running
+    }
+}
+
 impl ParseBudget {
-    /// [`CALL_BUDGET`] from now, stopped by `cancel`.
+    /// [`CALL_BUDGET`] of parsing, stopped by `cancel`.
     pub fn for_call(cancel: &Cancel) -> Self {
         Self::lasting(CALL_BUDGET, cancel)
     }
 
-    /// `time` from now, stopped by `cancel`.
+    /// `time` of parsing, stopped by `cancel`.
     pub fn lasting(time: Duration, cancel: &Cancel) -> Self {
         Self {
-            deadline: Instant::now() + time,
+            time,
+            clock: Arc::default(),
             cancel: cancel.clone(),
         }
     }
@@ -158,10 +188,47 @@ impl ParseBudget {
     pub fn check(&self) -> Result<(), ParseError> {
         if self.cancel.is_cancelled() {
             Err(ParseError::Cancelled)
-        } else if Instant::now() > self.deadline {
+        } else if self.remaining().is_zero() {
             Err(ParseError::OutOfTime)
         } else {
             Ok(())
+        }
+    }
+
+    /// The parsing time left.
+    fn remaining(&self) -> Duration {
+        let spent = self.lock().spent(Instant::now());
+        self.time.saturating_sub(spent)
+    }
+
+    /// Runs the clock until the guard is dropped.
+    fn running(&self) -> Running<'_> {
+        let mut clock = self.lock();
+        if clock.running == 0 {
+            clock.since = Some(Instant::now());
+        }
+        clock.running += 1;
+        Running { budget: self }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ParseClock> {
+        self.clock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One parse or walk of a call, its time counted while it lives.
+struct Running<'a> {
+    budget: &'a ParseBudget,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut clock = self.budget.lock();
+        clock.running = clock.running.saturating_sub(1);
+        if clock.running == 0
+            && let Some(since) = clock.since.take()
+        {
+            clock.ended += since.elapsed();
         }
     }
 }
@@ -220,6 +287,7 @@ fn definitions_in(
     source: &[u8],
     budget: &ParseBudget,
 ) -> Result<Vec<Symbol>, ParseError> {
+    let _walking = budget.running();
     let mut symbols = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
     let mut cursor = tree.walk();
@@ -329,11 +397,15 @@ pub fn parse(
     budget.check()?;
     heap::install();
     let limit = heap::parse_limit(source.len());
-    let reservation = Reservation::take(limit, budget.deadline, || budget.cancel.is_cancelled())
+    // Waiting for the pool runs no clock: the wait is bounded by the time
+    // left as it starts.
+    let waited_until = Instant::now() + budget.remaining();
+    let reservation = Reservation::take(limit, waited_until, || budget.cancel.is_cancelled())
         .map_err(|ended| match ended {
             WaitEnded::Cancelled => ParseError::Cancelled,
             WaitEnded::OutOfTime => ParseError::OutOfTime,
         })?;
+    let _parsing = budget.running();
     let limit = reservation.bytes();
     let held_before = heap::thread_held();
     let over_limit = || heap::thread_held().saturating_sub(held_before) > limit as isize;

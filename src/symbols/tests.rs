@@ -542,7 +542,6 @@ fn a_parse_over_its_memory_share_is_stopped() {
 fn one_budget_is_shared_by_every_parse_of_a_call() {
     let source = "fn f() {}\n";
     let spent = ParseBudget::lasting(Duration::ZERO, &Cancel::never());
-    std::thread::sleep(Duration::from_millis(2));
     assert_eq!(
         definitions(Language::Rust, source.as_bytes(), &spent).map(|found| found.len()),
         Err(ParseError::OutOfTime)
@@ -552,11 +551,39 @@ fn one_budget_is_shared_by_every_parse_of_a_call() {
         definitions(Language::Rust, source.as_bytes(), &budget).map(|found| found.len()),
         Ok(1)
     );
-    // The next file of the same call finds the call's time gone.
+    // Time between parses (reading files, a stalled machine) is not spent.
     std::thread::sleep(Duration::from_millis(250));
     assert_eq!(
         definitions(Language::Rust, source.as_bytes(), &budget).map(|found| found.len()),
+        Ok(1)
+    );
+    // Time a parse or walk of the call runs is, for the next file too.
+    let running = budget.running();
+    std::thread::sleep(Duration::from_millis(250));
+    drop(running);
+    assert_eq!(
+        definitions(Language::Rust, source.as_bytes(), &budget).map(|found| found.len()),
         Err(ParseError::OutOfTime)
+    );
+}
+
+#[test]
+fn parses_running_together_count_their_time_once() {
+    let budget = ParseBudget::lasting(Duration::from_secs(10), &Cancel::never());
+    let started = Instant::now();
+    std::thread::scope(|threads| {
+        for _ in 0..4 {
+            threads.spawn(|| {
+                let _running = budget.running();
+                std::thread::sleep(Duration::from_millis(300));
+            });
+        }
+    });
+    let took = started.elapsed();
+    let spent = Duration::from_secs(10) - budget.remaining();
+    assert!(
+        spent >= Duration::from_millis(300) && spent <= took,
+        "four parses of 300 ms at once in {took:?} spent {spent:?}"
     );
 }
 

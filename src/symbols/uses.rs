@@ -132,6 +132,7 @@ fn spelled_at(
     name: &[u8],
     budget: &ParseBudget,
 ) -> Result<Vec<usize>, ParseError> {
+    let _walking = budget.running();
     let mut found = Vec::new();
     let mut cursor = root.walk();
     let mut visited = 0usize;

@@ -192,6 +192,7 @@ pub(in crate::symbols) fn spelled_at(
     wanted: Wanted<'_>,
     budget: &ParseBudget,
 ) -> Result<Vec<usize>, ParseError> {
+    let _walking = budget.running();
     let mut walk = Walk {
         source,
         wanted,
