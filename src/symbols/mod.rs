@@ -153,7 +153,7 @@ pub struct ParseBudget {
 struct ParseClock {
     /// Parses and walks running now.
     running: usize,
-    /// When `running` last went up from 0.
+    /// When `running` last went up from 0; `None` while it is 0.
     since: Option<Instant>,
     /// The time of the runs that have ended.
     ended: Duration,
@@ -161,11 +161,10 @@ struct ParseClock {
 
 impl ParseClock {
     fn spent(&self, now: Instant) -> Duration {
-        let running = match self.since {
-            Some(since) if self.running > 0 => now.saturating_duration_since(since),
-            _ => Duration::ZERO,
-        };
-        self.ended + running
+        self.ended
+            + self
+                .since
+                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
     }
 }
 
