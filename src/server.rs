@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -64,8 +63,6 @@ pub struct ProjectHelper {
     refused: CancellationToken,
     tool_router: ToolRouter<Self>,
     tools: Arc<ToolTable>,
-    /// Held by the one call whose work blocks its own async worker.
-    own_thread: Arc<AtomicBool>,
 }
 
 #[tool_router]
@@ -85,7 +82,6 @@ impl ProjectHelper {
             refused: CancellationToken::new(),
             tool_router: Self::tool_router(),
             tools,
-            own_thread: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -378,24 +374,6 @@ impl std::task::Wake for RaiseOnWake {
     }
 }
 
-/// The one call whose work blocks its own async worker, while it runs.
-struct OwnThread<'a>(&'a AtomicBool);
-
-impl<'a> OwnThread<'a> {
-    /// `None` while another call holds it.
-    fn take(slot: &'a AtomicBool) -> Option<Self> {
-        slot.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-            .then_some(OwnThread(slot))
-    }
-}
-
-impl Drop for OwnThread<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
-}
-
 /// A tool output as JSON; the output types serialize infallibly.
 fn to_json<T: serde::Serialize>(output: &T) -> Value {
     serde_json::to_value(output)
@@ -448,23 +426,12 @@ impl ProjectHelper {
             let _busy = busy;
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&project, &cancel)))
         };
-        // The work runs on this task's own thread. One call at a time keeps
-        // that thread, an async worker, blocked: its answer is then written
-        // from it, where moving the worker's other tasks away first
-        // (`block_in_place`) had another thread woken to write it, about
-        // 0.1 ms more a call once the cores had gone idle. The runtime's
-        // other workers (it keeps at least two) serve the client meanwhile,
-        // but not the tasks this worker holds (the one it would run next
-        // cannot be taken by another): the work yields once first, so they
-        // run before it (rmcp's message loop among them, which reads a
-        // cancel). Calls that come meanwhile move off their worker.
-        let outcome = match OwnThread::take(&self.own_thread) {
-            Some(_kept) => {
-                tokio::task::yield_now().await;
-                run()
-            }
-            None => tokio::task::block_in_place(run),
-        };
+        // The work blocks this task's thread, an async worker, once the
+        // worker's queue has moved to a new thread. A worker blocked with
+        // tasks still queued would strand them (the task it runs next cannot
+        // be taken by another worker), rmcp's message loop among them: a
+        // cancel, or any other call, would wait for the whole call.
+        let outcome = tokio::task::block_in_place(run);
         let duration_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok(output)) => {

@@ -511,6 +511,69 @@ async fn cancelled_searches_stop_working_on(written: Written) {
     finish_with_no_late_answers(server).await;
 }
 
+/// Cancels that come while twelve searches run (not right behind each
+/// call) stop every one of them: none runs on to its end while the
+/// others hold the cores.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn searches_cancelled_while_they_run_stop_at_once() {
+    let project = TempProject::new();
+    let text: String = (0..2000)
+        .map(|i| format!("word{i} other words on a line\n"))
+        .collect();
+    for i in 0..200 {
+        project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
+    }
+    crate::common::let_stamps_settle().await;
+    let log = project.outside().join("server.log");
+    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = RawServer::start(&project.root, &log_args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
+    let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
+    let before = cpu_ticks(pid);
+    server
+        .send(&call(1, "search_project_files", expensive.clone()))
+        .await;
+    let answer = server.recv_id(&json!(1)).await;
+    assert_eq!(answer["result"]["structuredContent"]["count"], 200);
+    let one_call = cpu_ticks(pid) - before;
+
+    for id in 10..22 {
+        server
+            .send(&call(id, "search_project_files", expensive.clone()))
+            .await;
+    }
+    // The searches are under way: a twentieth of their work is done.
+    let started = cpu_ticks(pid);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cpu_ticks(pid) < started + (one_call * 12 / 20).max(2)
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let before = cpu_ticks(pid);
+    for id in 10..22 {
+        server.send(&cancel(id)).await;
+    }
+    server
+        .send(&call(99, "list_project_directory", json!({})))
+        .await;
+    let answer = server.recv_id(&json!(99)).await;
+    assert_eq!(answer["result"]["structuredContent"]["status"], "success");
+    // Long enough for the twelve searches to finish on two cores had they
+    // not stopped.
+    tokio::time::sleep(Duration::from_millis((one_call * 10 * 12).max(2000))).await;
+    let after_cancels = cpu_ticks(pid) - before;
+    assert!(
+        after_cancels <= 30 && after_cancels < 3 * one_call + 10,
+        "12 searches cancelled while they ran used {after_cancels} ticks after the cancels; \
+         one full search uses {one_call}"
+    );
+    server.finish().await;
+}
+
 /// A session served from the cache scrubs its segments in idle time (here
 /// on a fast pace), once through every id; after that, with no calls and
 /// no changes, the server does no work at all.

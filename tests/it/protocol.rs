@@ -711,6 +711,18 @@ async fn fifty_concurrent_calls_are_all_answered_correctly() {
 /// call sent while a slow one runs is answered first.
 #[tokio::test]
 async fn a_quick_call_is_answered_while_a_slow_one_runs() {
+    quick_call_answered_while_slow_calls_run(1).await;
+}
+
+/// As many slow calls at once as there are async workers and more: each
+/// holds a thread, and the one reading the client is never left behind
+/// one of them.
+#[tokio::test]
+async fn a_quick_call_is_answered_while_four_slow_ones_run() {
+    quick_call_answered_while_slow_calls_run(4).await;
+}
+
+async fn quick_call_answered_while_slow_calls_run(slow: u64) {
     let project = TempProject::new();
     // The name in a comment of every file: a definitions call parses them
     // all (for seconds, so that a loaded machine still answers the quick
@@ -724,31 +736,35 @@ async fn a_quick_call_is_answered_while_a_slow_one_runs() {
     project.write("small.txt", "small\n");
     let mut server = RawServer::start(&project.root, &[]);
     server.initialize("2025-06-18").await;
-    server
-        .send(&call_request(
-            1,
-            "find_symbol_definitions",
-            json!({"name": "needle"}),
-        ))
-        .await;
-    // The slow call has begun.
+    for id in 1..=slow {
+        server
+            .send(&call_request(
+                id,
+                "find_symbol_definitions",
+                json!({"name": "needle"}),
+            ))
+            .await;
+    }
+    // The slow calls have begun.
     tokio::time::sleep(Duration::from_millis(200)).await;
     server
         .send(&call_request(
-            2,
+            100,
             "read_project_file",
             json!({"path": "small.txt"}),
         ))
         .await;
     let first = server.recv().await;
     assert_eq!(
-        first["id"], 2,
-        "the quick call waited for the slow one: {first}"
+        first["id"], 100,
+        "the quick call waited for a slow one: {first}"
     );
     assert_eq!(first["result"]["structuredContent"]["content"], "small\n");
-    // The slow one is not waited for: cancelled, it stops, and the server
-    // still ends cleanly.
-    server.send(&cancel_notification(1)).await;
+    // The slow ones are not waited for: cancelled, they stop, and the
+    // server still ends cleanly.
+    for id in 1..=slow {
+        server.send(&cancel_notification(id)).await;
+    }
     let (_, code) = server.finish().await;
     assert_eq!(code, Some(0));
 }
