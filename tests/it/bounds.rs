@@ -441,13 +441,7 @@ enum Written {
 
 #[cfg(target_os = "linux")]
 async fn cancelled_searches_stop_working_on(written: Written) {
-    let project = TempProject::new();
-    let text: String = (0..2000)
-        .map(|i| format!("word{i} other words on a line\n"))
-        .collect();
-    for i in 0..200 {
-        project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
-    }
+    let project = word_project();
     match written {
         // Stamps older than the clock tick, so the build indexes every file.
         Written::LongBefore => crate::common::let_stamps_settle().await,
@@ -466,12 +460,7 @@ async fn cancelled_searches_stop_working_on(written: Written) {
     }
     // The index is built first: its work in the background is not the
     // searches' and must not be counted as theirs.
-    let log = project.outside().join("server.log");
-    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
-    let mut server = RawServer::start(&project.root, &log_args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
-    wait_for_index(&log).await;
+    let (mut server, pid) = indexed_server(&project).await;
     // Ready means quiet: no work is left for a call to start.
     let before = cpu_ticks(pid);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -488,6 +477,7 @@ async fn cancelled_searches_stop_working_on(written: Written) {
         pid,
         "search_project_files",
         expensive,
+        Cancelled::RightBehindEachCall,
         |answer| {
             assert_eq!(answer["result"]["structuredContent"]["count"], 200);
         },
@@ -517,59 +507,25 @@ async fn cancelled_searches_stop_working_on(written: Written) {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn searches_cancelled_while_they_run_stop_at_once() {
-    let project = TempProject::new();
-    let text: String = (0..2000)
-        .map(|i| format!("word{i} other words on a line\n"))
-        .collect();
-    for i in 0..200 {
-        project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
-    }
+    let project = word_project();
     crate::common::let_stamps_settle().await;
-    let log = project.outside().join("server.log");
-    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
-    let mut server = RawServer::start(&project.root, &log_args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
-    wait_for_index(&log).await;
+    let (mut server, pid) = indexed_server(&project).await;
     let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
-    let before = cpu_ticks(pid);
-    server
-        .send(&call(1, "search_project_files", expensive.clone()))
-        .await;
-    let answer = server.recv_id(&json!(1)).await;
-    assert_eq!(answer["result"]["structuredContent"]["count"], 200);
-    let one_call = cpu_ticks(pid) - before;
-
-    for id in 10..22 {
-        server
-            .send(&call(id, "search_project_files", expensive.clone()))
-            .await;
-    }
-    // The searches are under way: a twentieth of their work is done.
-    let started = cpu_ticks(pid);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while cpu_ticks(pid) < started + (one_call * 12 / 20).max(2)
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let before = cpu_ticks(pid);
-    for id in 10..22 {
-        server.send(&cancel(id)).await;
-    }
-    server
-        .send(&call(99, "list_project_directory", json!({})))
-        .await;
-    let answer = server.recv_id(&json!(99)).await;
-    assert_eq!(answer["result"]["structuredContent"]["status"], "success");
-    // Long enough for the twelve searches to finish on two cores had they
-    // not stopped.
-    tokio::time::sleep(Duration::from_millis((one_call * 10 * 12).max(2000))).await;
-    let after_cancels = cpu_ticks(pid) - before;
+    let cost = cost_of_cancelled_calls(
+        &mut server,
+        pid,
+        "search_project_files",
+        expensive,
+        Cancelled::WhileTheyRun,
+        |answer| assert_eq!(answer["result"]["structuredContent"]["count"], 200),
+    )
+    .await;
     assert!(
-        after_cancels <= 30 && after_cancels < 3 * one_call + 10,
-        "12 searches cancelled while they ran used {after_cancels} ticks after the cancels; \
-         one full search uses {one_call}"
+        cost.twelve_cancelled <= 30 && cost.twelve_cancelled < 3 * cost.one_call + 10,
+        "12 searches cancelled while they ran used {} ticks after the cancels; \
+         one full search uses {}",
+        cost.twelve_cancelled,
+        cost.one_call
     );
     server.finish().await;
 }
@@ -631,8 +587,17 @@ async fn an_idle_server_stops_working_once_its_scrub_has_looked_at_every_file() 
     server.finish().await;
 }
 
+/// When the twelve calls of [`cost_of_cancelled_calls`] are cancelled.
+#[cfg(target_os = "linux")]
+enum Cancelled {
+    /// Each right after it is sent.
+    RightBehindEachCall,
+    /// All once they run, side by side.
+    WhileTheyRun,
+}
+
 /// CPU ticks of one call of `tool` run to its end, and of twelve more
-/// cancelled right after they were sent, with what they left to do.
+/// cancelled (from the cancels on), with what they left to do.
 #[cfg(target_os = "linux")]
 struct CancelCost {
     one_call: u64,
@@ -645,6 +610,7 @@ async fn cost_of_cancelled_calls(
     pid: u32,
     tool: &str,
     arguments: Value,
+    cancelled: Cancelled,
     check_full_answer: impl FnOnce(&Value),
 ) -> CancelCost {
     let before = cpu_ticks(pid);
@@ -652,10 +618,30 @@ async fn cost_of_cancelled_calls(
     check_full_answer(&server.recv_id(&json!(1)).await);
     let one_call = cpu_ticks(pid) - before;
 
-    let before = cpu_ticks(pid);
-    for id in 10..22 {
-        server.send(&call(id, tool, arguments.clone())).await;
-        server.send(&cancel(id)).await;
+    let mut before = cpu_ticks(pid);
+    match cancelled {
+        Cancelled::RightBehindEachCall => {
+            for id in 10..22 {
+                server.send(&call(id, tool, arguments.clone())).await;
+                server.send(&cancel(id)).await;
+            }
+        }
+        Cancelled::WhileTheyRun => {
+            for id in 10..22 {
+                server.send(&call(id, tool, arguments.clone())).await;
+            }
+            // The calls are under way: a twentieth of their work is done.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while cpu_ticks(pid) < before + (one_call * 12 / 20).max(2)
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            before = cpu_ticks(pid);
+            for id in 10..22 {
+                server.send(&cancel(id)).await;
+            }
+        }
     }
     // Then a call that must be answered: the server is not kept busy.
     server
@@ -669,6 +655,33 @@ async fn cost_of_cancelled_calls(
         one_call,
         twelve_cancelled: cpu_ticks(pid) - before,
     }
+}
+
+/// 200 files of 2,000 lines, a word on every line: a search that counts it
+/// reads the whole tree and handles every line.
+#[cfg(target_os = "linux")]
+fn word_project() -> TempProject {
+    let project = TempProject::new();
+    let text: String = (0..2000)
+        .map(|i| format!("word{i} other words on a line\n"))
+        .collect();
+    for i in 0..200 {
+        project.write(&format!("d{}/f{i:03}.txt", i % 20), &text);
+    }
+    project
+}
+
+/// A server on `project`, initialized, once its index is ready (so that the
+/// build's work is not counted as a call's); its process id.
+#[cfg(target_os = "linux")]
+async fn indexed_server(project: &TempProject) -> (RawServer, u32) {
+    let log = project.outside().join("server.log");
+    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
+    let mut server = RawServer::start(&project.root, &log_args);
+    let pid = server.child.id().expect("pid");
+    server.initialize("2025-06-18").await;
+    wait_for_index(&log).await;
+    (server, pid)
 }
 
 /// Ends the server and checks that none of the cancelled calls (ids 10 to
@@ -699,18 +712,14 @@ async fn cancelled_reference_lookups_stop_working() {
         project.write(&format!("d{}/f{i:03}.c", i % 10), &source);
     }
     crate::common::let_stamps_settle().await;
-    let log = project.outside().join("server.log");
-    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
-    let mut server = RawServer::start(&project.root, &log_args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
-    wait_for_index(&log).await;
+    let (mut server, pid) = indexed_server(&project).await;
     let lookup = json!({"name": "needle"});
     let cost = cost_of_cancelled_calls(
         &mut server,
         pid,
         "find_symbol_references",
         lookup,
+        Cancelled::RightBehindEachCall,
         |answer| {
             assert_eq!(
                 answer["result"]["structuredContent"]["count"], 0,
@@ -1340,12 +1349,7 @@ async fn cancelling_a_slow_parse_stops_its_work_at_once() {
     project.write("slow.cpp", &slow);
     crate::common::let_stamps_settle().await;
     // The index is built first: its work is not the parse's.
-    let log = project.outside().join("server.log");
-    let log_args = ["--log-level", "debug", "--log-file", log.to_str().unwrap()];
-    let mut server = RawServer::start(&project.root, &log_args);
-    let pid = server.child.id().expect("pid");
-    server.initialize("2025-06-18").await;
-    wait_for_index(&log).await;
+    let (mut server, pid) = indexed_server(&project).await;
     server
         .send(&call(
             1,
