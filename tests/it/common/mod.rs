@@ -241,6 +241,15 @@ pub fn text_of(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// How long a server may take to exit once its stdin is closed: under Wine,
+/// with four test threads at once, Wine's shared server now and then stalls
+/// a process for seconds (a check's process tree being ended among them).
+const EXIT_DEADLINE: Duration = if cfg!(windows) {
+    Duration::from_secs(30)
+} else {
+    Duration::from_secs(5)
+};
+
 /// A server driven with raw JSON lines, for protocol-level tests.
 pub struct RawServer {
     pub child: Child,
@@ -352,7 +361,7 @@ impl RawServer {
             }
         })
         .await;
-        let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+        let status = tokio::time::timeout(EXIT_DEADLINE, self.child.wait())
             .await
             .expect("server exits after stdin EOF")
             .expect("wait");
