@@ -469,20 +469,8 @@ async fn cancelled_searches_stop_working_on(written: Written) {
         idle <= 2,
         "{idle} ticks of work after \"index ready\", no call made"
     );
-    // Counting a word on every line: every search reads the whole tree and
-    // handles every line.
-    let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
-    let cost = cost_of_cancelled_calls(
-        &mut server,
-        pid,
-        "search_project_files",
-        expensive,
-        Cancelled::RightBehindEachCall,
-        |answer| {
-            assert_eq!(answer["result"]["structuredContent"]["count"], 200);
-        },
-    )
-    .await;
+    let cost =
+        cost_of_cancelled_word_counts(&mut server, pid, Cancelled::RightBehindEachCall).await;
     // Twelve full searches would cost twelve times one; stopped ones cost
     // a little each. Generous: a quarter of what they would cost.
     assert!(
@@ -510,16 +498,7 @@ async fn searches_cancelled_while_they_run_stop_at_once() {
     let project = word_project();
     crate::common::let_stamps_settle().await;
     let (mut server, pid) = indexed_server(&project).await;
-    let expensive = json!({"query": "word", "output_mode": "count", "max_results": 200});
-    let cost = cost_of_cancelled_calls(
-        &mut server,
-        pid,
-        "search_project_files",
-        expensive,
-        Cancelled::WhileTheyRun,
-        |answer| assert_eq!(answer["result"]["structuredContent"]["count"], 200),
-    )
-    .await;
+    let cost = cost_of_cancelled_word_counts(&mut server, pid, Cancelled::WhileTheyRun).await;
     assert!(
         cost.twelve_cancelled <= 30 && cost.twelve_cancelled < 3 * cost.one_call + 10,
         "12 searches cancelled while they ran used {} ticks after the cancels; \
@@ -527,7 +506,8 @@ async fn searches_cancelled_while_they_run_stop_at_once() {
         cost.twelve_cancelled,
         cost.one_call
     );
-    server.finish().await;
+    let (_, code) = server.finish().await;
+    assert_eq!(code, Some(0));
 }
 
 /// A session served from the cache scrubs its segments in idle time (here
@@ -655,6 +635,25 @@ async fn cost_of_cancelled_calls(
         one_call,
         twelve_cancelled: cpu_ticks(pid) - before,
     }
+}
+
+/// [`cost_of_cancelled_calls`] of searches in a [`word_project`] that count
+/// the word on every line: each reads the whole tree and handles every line.
+#[cfg(target_os = "linux")]
+async fn cost_of_cancelled_word_counts(
+    server: &mut RawServer,
+    pid: u32,
+    cancelled: Cancelled,
+) -> CancelCost {
+    cost_of_cancelled_calls(
+        server,
+        pid,
+        "search_project_files",
+        json!({"query": "word", "output_mode": "count", "max_results": 200}),
+        cancelled,
+        |answer| assert_eq!(answer["result"]["structuredContent"]["count"], 200),
+    )
+    .await
 }
 
 /// 200 files of 2,000 lines, a word on every line: a search that counts it
