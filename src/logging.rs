@@ -10,6 +10,11 @@
 //! host reads stderr as it comes, and a line written first woke its reader
 //! before the answer was out, 0.1-0.2 ms more a call (docs/performance.md,
 //! "Per call").
+//!
+//! stderr lines are written by one thread of their own ([`stderr`]), so a
+//! host that never reads stderr costs log lines, never answers.
+
+mod stderr;
 
 use std::cell::Cell;
 use std::fmt::{self, Write as _};
@@ -109,6 +114,13 @@ pub fn release_held() {
     ANY_HELD.store(false, Ordering::Release);
 }
 
+/// Writes the lines held back and waits, for at most `deadline`, until
+/// stderr's writer has written every line: called before the process exits.
+pub fn flush(deadline: std::time::Duration) {
+    release_held();
+    stderr::flush(deadline);
+}
+
 /// Where log lines go: stderr, and the log file when there is one.
 #[derive(Clone)]
 enum Destination {
@@ -124,7 +136,10 @@ impl Destination {
     fn write(&self, line: &[u8]) {
         // A log line that cannot be written has nowhere to be reported.
         let _ = match self {
-            Destination::Stderr => io::stderr().lock().write_all(line),
+            Destination::Stderr => {
+                stderr::write(line);
+                Ok(())
+            }
             Destination::File(file) => (&**file).write_all(line),
             #[cfg(test)]
             Destination::Captured(text) => {

@@ -678,6 +678,7 @@ pub fn run(config: Config) -> ExitCode {
     let code = runtime.block_on(serve(config));
     logging::release_held();
     crate::index::shut_down(std::time::Duration::from_millis(500));
+    logging::flush(std::time::Duration::from_millis(500));
     // A blocked stdin read must not keep the process alive after EOF
     // (rust-sdk issue 220), so leave without waiting for the runtime.
     leave(code)
@@ -686,8 +687,8 @@ pub fn run(config: Config) -> ExitCode {
 /// Ends the process with `code` without waiting for its other threads.
 /// On Windows it is terminated rather than exited: an exit stops the other
 /// threads wherever they are and then runs every library's detach code,
-/// and Wine's has hung so under load. Every answer was flushed and every
-/// log line written unbuffered by then.
+/// and Wine's has hung so under load. Every answer was flushed and the log
+/// lines written (unless stderr was not read) by then.
 fn leave(code: i32) -> ! {
     #[cfg(windows)]
     {

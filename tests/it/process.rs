@@ -584,6 +584,62 @@ async fn deny_globs_that_can_never_match_are_start_up_errors() {
     }
 }
 
+// ---------------------------------------------------------------- logging
+
+/// A host that pipes stderr and never reads it fills the pipe after a
+/// hundred or so calls' lines: the server keeps answering (the lines wait
+/// in a bounded queue, then are dropped and counted), and once stderr is
+/// read the count is written, then the lines that follow.
+#[tokio::test]
+async fn a_server_whose_stderr_is_never_read_keeps_answering() {
+    // More lines than the pipe (64 KiB, lines of about 250 bytes) and the
+    // queue (1,024 lines) hold together.
+    const CALLS: u64 = 1600;
+    let (mut server, stderr) = RawServer::start_with_stderr(&demo_root(), &[]);
+    server.initialize("2025-11-25").await;
+    let missing = format!("missing/{}.txt", "x".repeat(120));
+    for id in 1..=CALLS {
+        server
+            .send(&call(id, "read_project_file", json!({"path": missing})))
+            .await;
+        let answer = server.recv_id(&json!(id)).await;
+        assert_eq!(answer["result"]["isError"], true, "call {id}: {answer}");
+    }
+    let reading = tokio::spawn(async move {
+        let mut text = String::new();
+        let mut stderr = stderr;
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
+            .await
+            .expect("read stderr");
+        text
+    });
+    let last = CALLS + 1;
+    server
+        .send(&call(
+            last,
+            "read_project_file",
+            json!({"path": "last-call.txt"}),
+        ))
+        .await;
+    server.recv_id(&json!(last)).await;
+    let (rest, code) = server.finish().await;
+    assert_eq!((rest.as_str(), code), ("", Some(0)));
+    let text = reading.await.expect("stderr reader");
+    let dropped = text
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-project-helper: "))
+        .and_then(|note| note.split(' ').next())
+        .and_then(|count| count.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no count of dropped lines in:\n{text}"));
+    assert!((1..CALLS).contains(&dropped), "{dropped} dropped");
+    assert!(
+        text.contains("log lines dropped: stderr was not read as fast as they came"),
+        "{text}"
+    );
+    let after_note = text.split("log lines dropped").nth(1).unwrap_or_default();
+    assert!(after_note.contains("last-call.txt"), "{text}");
+}
+
 // ---------------------------------------------------------------- finding 11
 
 /// A megabyte of input in a check name, a tool name and a path makes log

@@ -15,7 +15,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcp-project-helper"))
@@ -267,7 +267,14 @@ impl RawServer {
     pub fn start_with(root: &Path, args: &[&str], env: &[(&str, &str)]) -> RawServer {
         let mut command = server_command(Some(root), args);
         command.envs(env.iter().copied());
-        Self::launch(command)
+        Self::launch(command, Stdio::null())
+    }
+
+    /// With stderr piped and handed to the test, to read or never to read.
+    pub fn start_with_stderr(root: &Path, args: &[&str]) -> (RawServer, ChildStderr) {
+        let mut server = Self::launch(server_command(Some(root), args), Stdio::piped());
+        let stderr = server.child.stderr.take().expect("stderr");
+        (server, stderr)
     }
 
     /// Drives any command that runs the server (under another user, say);
@@ -276,14 +283,14 @@ impl RawServer {
         for name in SETTINGS_ENV {
             command.env_remove(name);
         }
-        Self::launch(command)
+        Self::launch(command, Stdio::null())
     }
 
-    fn launch(mut command: Command) -> RawServer {
+    fn launch(mut command: Command, stderr: Stdio) -> RawServer {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn server");
