@@ -248,7 +248,9 @@ fn next_work(
         if live.tree.is_covered()
             && let Some(built) = ready.take()
         {
-            tracing::debug!(
+            // At the default level: the one line that says searches now
+            // read only candidate files.
+            tracing::info!(
                 "index ready: {}, the tree covered in {} ms",
                 built.summary,
                 built.started.elapsed().as_millis()

@@ -688,11 +688,11 @@ fn folder_where_a_file_was(path: &Path) {
     }
 }
 
-/// Starts the server with debug logging, watching its stderr for the tree
-/// model's readiness; also gives the server's pid.
+/// Starts the server at the default log level, watching its stderr for
+/// the index's readiness (said at that level); also gives the server's pid.
 #[cfg(not(windows))]
 async fn start_logged(root: &Path, env: &[(&str, &str)]) -> (Server, StderrWatch, u32) {
-    let mut command = server_command(Some(root), &["--log-level", "debug"]);
+    let mut command = server_command(Some(root), &[]);
     for (key, value) in env {
         command.env(key, value);
     }

@@ -376,7 +376,8 @@ impl RawServer {
     }
 }
 
-/// The line the server logs at debug level once its tree model is built:
+/// The line the server logs (at the default level) once its index covers
+/// the tree:
 /// the one readiness signal the tests wait on (see [`log_holds`] and
 /// [`StderrWatch`]).
 pub const INDEX_READY: &str = "index ready";
@@ -425,7 +426,7 @@ pub async fn indexed_and_scanning_servers(project: &TempProject) -> (Server, Ser
     (indexed, scanning)
 }
 
-/// Waits until the server logging to `log` (at debug level) has built its
+/// Waits until the server logging to `log` has built its
 /// index, so that the build's own work is over.
 pub async fn wait_for_index(log: &Path) {
     if !log_holds(log, INDEX_READY, INDEX_DEADLINE).await {
