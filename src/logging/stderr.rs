@@ -17,7 +17,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 /// Lines the queue holds at most. A line's fields are bounded
-/// (`FIELD_CHARS` each), so the queue is too: a few MB at worst.
+/// (`FIELD_CHARS` each: a line stays under 8 KiB), so the queue holds
+/// under 8 MiB.
 const QUEUE_LINES: usize = 1024;
 
 /// The most the writer puts into one write call: the lines waiting, whole.
