@@ -114,11 +114,12 @@ pub fn release_held() {
     ANY_HELD.store(false, Ordering::Release);
 }
 
-/// Writes the lines held back and waits, for at most `deadline`, until
-/// stderr's writer has written every line: called before the process exits.
-pub fn flush(deadline: std::time::Duration) {
+/// Writes the lines held back and waits until stderr's writer has written
+/// every line, or has written none for `stalled`: called before the
+/// process exits.
+pub fn flush(stalled: std::time::Duration) {
     release_held();
-    stderr::flush(deadline);
+    stderr::flush(stalled);
 }
 
 /// Where log lines go: stderr, and the log file when there is one.

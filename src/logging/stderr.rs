@@ -53,12 +53,24 @@ pub(super) fn write(line: &[u8]) {
     }
 }
 
-/// Waits until every queued line is written, for at most `deadline`: an
-/// exiting process writes its last lines unless nobody reads them.
-pub(super) fn flush(deadline: Duration) {
-    let until = Instant::now() + deadline;
-    while UNWRITTEN.load(Ordering::Acquire) > 0 && Instant::now() < until {
+/// The longest [`flush`] waits in all, however slowly stderr is read.
+const FLUSH_AT_MOST: Duration = Duration::from_secs(5);
+
+/// Waits until every queued line is written, giving up once no line has
+/// been written for `stalled` (or after [`FLUSH_AT_MOST`]): an exiting
+/// process writes its last lines to a reader that keeps reading, however
+/// busy the machine, and leaves at once when nobody reads them.
+pub(super) fn flush(stalled: Duration) {
+    let started = Instant::now();
+    let mut last_progress = started;
+    let mut left = UNWRITTEN.load(Ordering::Acquire);
+    while left > 0 && last_progress.elapsed() < stalled && started.elapsed() < FLUSH_AT_MOST {
         std::thread::sleep(Duration::from_millis(1));
+        let now_left = UNWRITTEN.load(Ordering::Acquire);
+        if now_left < left {
+            last_progress = Instant::now();
+        }
+        left = now_left;
     }
 }
 

@@ -605,13 +605,16 @@ async fn a_server_whose_stderr_is_never_read_keeps_answering() {
         let answer = server.recv_id(&json!(id)).await;
         assert_eq!(answer["result"]["isError"], true, "call {id}: {answer}");
     }
+    // Read from now on: the writer gets through again.
+    let (lines, mut read) = tokio::sync::mpsc::unbounded_channel();
     let reading = tokio::spawn(async move {
-        let mut text = String::new();
-        let mut stderr = stderr;
-        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
-            .await
-            .expect("read stderr");
-        text
+        use tokio::io::AsyncBufReadExt;
+        let mut stderr = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = stderr.next_line().await {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
     });
     let last = CALLS + 1;
     server
@@ -622,9 +625,28 @@ async fn a_server_whose_stderr_is_never_read_keeps_answering() {
         ))
         .await;
     server.recv_id(&json!(last)).await;
+    // The lines up to the last call's, written once those queued before it
+    // are out.
+    let mut text = String::new();
+    let written = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = read.recv().await {
+            text.push_str(&line);
+            text.push('\n');
+            if line.contains("last-call.txt") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        written,
+        Ok(true),
+        "the last call's line never came:\n{text}"
+    );
     let (rest, code) = server.finish().await;
     assert_eq!((rest.as_str(), code), ("", Some(0)));
-    let text = reading.await.expect("stderr reader");
+    reading.abort();
     let dropped = text
         .lines()
         .find_map(|line| line.strip_prefix("mcp-project-helper: "))
