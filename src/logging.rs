@@ -135,21 +135,19 @@ enum Destination {
 impl Destination {
     /// One line, one write call: tracing hands over a whole formatted line.
     fn write(&self, line: &[u8]) {
-        // A log line that cannot be written has nowhere to be reported.
-        let _ = match self {
-            Destination::Stderr => {
-                stderr::write(line);
-                Ok(())
+        match self {
+            Destination::Stderr => stderr::write(line),
+            // A log line that cannot be written has nowhere to be reported.
+            Destination::File(file) => {
+                let _ = (&**file).write_all(line);
             }
-            Destination::File(file) => (&**file).write_all(line),
             #[cfg(test)]
             Destination::Captured(text) => {
                 if let Ok(mut text) = text.lock() {
                     text.extend_from_slice(line);
                 }
-                Ok(())
             }
-        };
+        }
     }
 
     /// Writes `line` now, or holds it while this thread is in

@@ -36,7 +36,7 @@ static DROPPED: AtomicUsize = AtomicUsize::new(0);
 /// the queue is full.
 pub(super) fn write(line: &[u8]) {
     let Some(queue) = QUEUE.get_or_init(start_writer) else {
-        let _ = io::stderr().lock().write_all(line);
+        write_now(line);
         return;
     };
     UNWRITTEN.fetch_add(1, Ordering::AcqRel);
@@ -48,7 +48,7 @@ pub(super) fn write(line: &[u8]) {
         }
         Err(TrySendError::Disconnected(line)) => {
             UNWRITTEN.fetch_sub(1, Ordering::AcqRel);
-            let _ = io::stderr().lock().write_all(&line);
+            write_now(&line);
         }
     }
 }
@@ -103,9 +103,15 @@ fn write_out(lines: &Receiver<Vec<u8>>) {
             );
             batch.splice(0..0, note.into_bytes());
         }
-        // A line that cannot be written has nowhere to be reported.
-        let _ = io::stderr().lock().write_all(&batch);
+        write_now(&batch);
         batch.clear();
         UNWRITTEN.fetch_sub(taken, Ordering::AcqRel);
     }
+}
+
+/// Writes `bytes` (whole lines) to stderr with one write call, on this
+/// thread.
+fn write_now(bytes: &[u8]) {
+    // A line that cannot be written has nowhere to be reported.
+    let _ = io::stderr().lock().write_all(bytes);
 }

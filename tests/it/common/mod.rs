@@ -377,9 +377,8 @@ impl RawServer {
 }
 
 /// The line the server logs (at the default level) once its index covers
-/// the tree:
-/// the one readiness signal the tests wait on (see [`log_holds`] and
-/// [`StderrWatch`]).
+/// the tree: the one readiness signal the tests wait on (see [`log_holds`]
+/// and [`StderrWatch`]).
 pub const INDEX_READY: &str = "index ready";
 
 /// How long a test waits for the index of a small tree: seconds in a debug
